@@ -1,0 +1,442 @@
+//! Typed configuration, read once at start-up from the environment (CONTRACT 10).
+//!
+//! Every variable is documented with its default in `.env.example`. Parsing fails fast with a
+//! message naming the variable; secrets are wrapped so that they never reach a log line.
+
+use alloy_primitives::Address;
+use std::{collections::HashMap, fmt, net::SocketAddr, str::FromStr, time::Duration};
+
+/// A value that must never be printed (API keys, auth tokens, URLs with passwords).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+    /// The only way to read the value; grep for it when auditing.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppEnv {
+    Development,
+    Production,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LlmProviderKind {
+    /// OpenAI Chat Completions and compatible servers (vLLM, llama.cpp, Ollama).
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+#[derive(Clone, Debug)]
+pub struct LlmConfig {
+    pub provider: LlmProviderKind,
+    pub base_url: String,
+    pub api_key: Option<Secret>,
+    pub model: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmsProviderKind {
+    /// Stores and logs messages; nothing leaves the machine (development default).
+    Outbox,
+    Twilio,
+}
+
+#[derive(Clone, Debug)]
+pub struct TwilioConfig {
+    pub account_sid: String,
+    pub auth_token: Secret,
+    pub from: Option<String>,
+    pub messaging_service_sid: Option<String>,
+    pub base_url: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub app_env: AppEnv,
+    pub bind_addr: SocketAddr,
+    /// Base of every absolute address we publish; never taken from a request's Host header.
+    pub public_base_url: String,
+    pub service_name: String,
+    /// `None`: the embedded SQLite file.
+    pub database_url: Option<Secret>,
+    /// `None`: jobs run in-process on the embedded backend.
+    pub redis_url: Option<Secret>,
+    /// Prefix of every Redis key and channel, so several deployments can share one Redis.
+    pub queue_namespace: String,
+    /// `None`: paid endpoints answer 503 `payments_disabled`.
+    pub pay_to: Option<Address>,
+    /// `None`: payments are verified locally and recorded unsettled (development only).
+    pub facilitator_url: Option<String>,
+    pub facilitator_auth: Option<Secret>,
+    /// How long one settlement may take (Base confirmation included).
+    pub facilitator_timeout: Duration,
+    /// `None`: paid coaching calls answer 503 `unavailable` (work we cannot do is not sold).
+    pub llm: Option<LlmConfig>,
+    pub sms_provider: SmsProviderKind,
+    pub twilio: Option<TwilioConfig>,
+    pub call_deadline: Duration,
+    /// How often the sweeper looks for due review sends and follow-ups.
+    pub sweep_interval: Duration,
+    pub otlp_endpoint: Option<String>,
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("{var}: {problem}")]
+    Invalid { var: &'static str, problem: String },
+    #[error("APP_ENV=production refuses {0}")]
+    UnsafeInProduction(&'static str),
+}
+
+fn invalid(var: &'static str, problem: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        var,
+        problem: problem.into(),
+    }
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Reads from a map; tests build configurations this way without touching process state.
+    pub fn from_map(map: &HashMap<String, String>) -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| map.get(k).cloned())
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        // Empty values count as unset, as in most .env tooling.
+        let var = |k: &str| {
+            get(k)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+
+        let app_env = match var("APP_ENV").as_deref() {
+            None | Some("development") => AppEnv::Development,
+            Some("production") => AppEnv::Production,
+            Some(other) => {
+                return Err(invalid(
+                    "APP_ENV",
+                    format!("expected development or production, got {other:?}"),
+                ));
+            }
+        };
+        let bind_addr = parse_or("BIND_ADDR", var("BIND_ADDR"), "0.0.0.0:8080")?;
+        let public_base_url = var("PUBLIC_BASE_URL")
+            .unwrap_or_else(|| "http://localhost:8080".into())
+            .trim_end_matches('/')
+            .to_owned();
+        if !(public_base_url.starts_with("http://") || public_base_url.starts_with("https://")) {
+            return Err(invalid(
+                "PUBLIC_BASE_URL",
+                "must start with http:// or https://",
+            ));
+        }
+        let service_name = var("SERVICE_NAME").unwrap_or_else(|| "grove".into());
+        if !service_name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return Err(invalid(
+                "SERVICE_NAME",
+                "use lowercase letters, digits and '-' (it names a header and a path)",
+            ));
+        }
+        let pay_to = match var("X402_PAY_TO") {
+            None => None,
+            Some(s) => Some(parse_address(&s).ok_or_else(|| {
+                invalid("X402_PAY_TO", "expected a 0x-prefixed 20-byte hex address")
+            })?),
+        };
+        let facilitator_url =
+            var("X402_FACILITATOR_URL").map(|u| u.trim_end_matches('/').to_owned());
+        let llm = read_llm(&var)?;
+        let sms_provider = match var("SMS_PROVIDER").as_deref() {
+            None | Some("outbox") => SmsProviderKind::Outbox,
+            Some("twilio") => SmsProviderKind::Twilio,
+            Some(other) => {
+                return Err(invalid(
+                    "SMS_PROVIDER",
+                    format!("expected outbox or twilio, got {other:?}"),
+                ));
+            }
+        };
+        let twilio = read_twilio(&var, sms_provider)?;
+        let deadline_s: u64 = parse_or("CALL_DEADLINE_S", var("CALL_DEADLINE_S"), "60")?;
+        if deadline_s == 0 || deadline_s > 600 {
+            return Err(invalid(
+                "CALL_DEADLINE_S",
+                "must be between 1 and 600 seconds",
+            ));
+        }
+        let queue_namespace = var("QUEUE_NAMESPACE").unwrap_or_else(|| "grove".into());
+        if !queue_namespace
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(invalid(
+                "QUEUE_NAMESPACE",
+                "use letters, digits, '-' and '_'",
+            ));
+        }
+        let facilitator_timeout_s: u64 = parse_or(
+            "X402_FACILITATOR_TIMEOUT_S",
+            var("X402_FACILITATOR_TIMEOUT_S"),
+            "30",
+        )?;
+        if facilitator_timeout_s == 0 || facilitator_timeout_s > 300 {
+            return Err(invalid(
+                "X402_FACILITATOR_TIMEOUT_S",
+                "must be between 1 and 300 seconds",
+            ));
+        }
+        let sweep_s: u64 = parse_or("SWEEP_INTERVAL_S", var("SWEEP_INTERVAL_S"), "30")?;
+        if !(1..=59).contains(&sweep_s) {
+            return Err(invalid(
+                "SWEEP_INTERVAL_S",
+                "must be between 1 and 59 seconds",
+            ));
+        }
+        let log_format = match var("LOG_FORMAT").as_deref() {
+            None | Some("pretty") => LogFormat::Pretty,
+            Some("json") => LogFormat::Json,
+            Some(other) => {
+                return Err(invalid(
+                    "LOG_FORMAT",
+                    format!("expected pretty or json, got {other:?}"),
+                ));
+            }
+        };
+
+        let config = Config {
+            app_env,
+            bind_addr,
+            public_base_url,
+            service_name,
+            database_url: var("DATABASE_URL").map(Secret::new),
+            redis_url: var("REDIS_URL").map(Secret::new),
+            queue_namespace,
+            pay_to,
+            facilitator_url,
+            facilitator_auth: var("X402_FACILITATOR_AUTH").map(Secret::new),
+            facilitator_timeout: Duration::from_secs(facilitator_timeout_s),
+            llm,
+            sms_provider,
+            twilio,
+            call_deadline: Duration::from_secs(deadline_s),
+            sweep_interval: Duration::from_secs(sweep_s),
+            otlp_endpoint: var("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            log_format,
+        };
+        config.refuse_development_defaults_in_production()?;
+        Ok(config)
+    }
+
+    /// Development defaults are fine on a laptop and dangerous with real money and phones.
+    fn refuse_development_defaults_in_production(&self) -> Result<(), ConfigError> {
+        if self.app_env != AppEnv::Production {
+            return Ok(());
+        }
+        if self.facilitator_url.is_none() {
+            return Err(ConfigError::UnsafeInProduction(
+                "local payment verification without settlement: set X402_FACILITATOR_URL",
+            ));
+        }
+        if self.sms_provider == SmsProviderKind::Outbox {
+            return Err(ConfigError::UnsafeInProduction(
+                "the SMS outbox (nothing is sent): set SMS_PROVIDER=twilio",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The name of the free-sandbox header: `x-{service}-sandbox` (CONTRACT 1).
+    pub fn sandbox_header(&self) -> String {
+        format!("x-{}-sandbox", self.service_name)
+    }
+
+    pub fn skill_path(&self) -> String {
+        format!("/skills/{}-x402/SKILL.md", self.service_name)
+    }
+
+    pub fn absolute(&self, path: &str) -> String {
+        format!("{}{}", self.public_base_url, path)
+    }
+
+    /// True when payments are verified locally and never settled (development default).
+    pub fn settles_locally(&self) -> bool {
+        self.facilitator_url.is_none()
+    }
+}
+
+fn parse_or<T: FromStr>(
+    name: &'static str,
+    value: Option<String>,
+    default: &str,
+) -> Result<T, ConfigError> {
+    let raw = value.unwrap_or_else(|| default.to_owned());
+    raw.parse()
+        .map_err(|_| invalid(name, format!("could not parse {raw:?}")))
+}
+
+fn parse_address(s: &str) -> Option<Address> {
+    let hex = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
+    if hex.len() != 40 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    Address::from_str(s).ok()
+}
+
+fn read_llm(var: &impl Fn(&str) -> Option<String>) -> Result<Option<LlmConfig>, ConfigError> {
+    let Some(provider) = var("LLM_PROVIDER") else {
+        return Ok(None);
+    };
+    let provider = match provider.as_str() {
+        "openai" => LlmProviderKind::OpenAi,
+        "anthropic" => LlmProviderKind::Anthropic,
+        other => {
+            return Err(invalid(
+                "LLM_PROVIDER",
+                format!("expected openai or anthropic, got {other:?}"),
+            ));
+        }
+    };
+    let base_url = var("LLM_BASE_URL");
+    let api_key = var("LLM_API_KEY").map(Secret::new);
+    // Hosted APIs need a key; a self-hosted OpenAI-compatible server at LLM_BASE_URL may not.
+    let needs_key = provider == LlmProviderKind::Anthropic || base_url.is_none();
+    if needs_key && api_key.is_none() {
+        return Err(invalid("LLM_API_KEY", "required for this LLM_PROVIDER"));
+    }
+    let (default_url, default_model) = match provider {
+        LlmProviderKind::OpenAi => ("https://api.openai.com/v1", "gpt-4o-mini"),
+        LlmProviderKind::Anthropic => ("https://api.anthropic.com", "claude-sonnet-4-5"),
+    };
+    Ok(Some(LlmConfig {
+        provider,
+        base_url: base_url
+            .unwrap_or_else(|| default_url.into())
+            .trim_end_matches('/')
+            .to_owned(),
+        api_key,
+        model: var("LLM_MODEL").unwrap_or_else(|| default_model.into()),
+    }))
+}
+
+fn read_twilio(
+    var: &impl Fn(&str) -> Option<String>,
+    provider: SmsProviderKind,
+) -> Result<Option<TwilioConfig>, ConfigError> {
+    if provider != SmsProviderKind::Twilio {
+        return Ok(None);
+    }
+    let account_sid = var("TWILIO_ACCOUNT_SID")
+        .ok_or_else(|| invalid("TWILIO_ACCOUNT_SID", "required with SMS_PROVIDER=twilio"))?;
+    let auth_token = var("TWILIO_AUTH_TOKEN")
+        .ok_or_else(|| invalid("TWILIO_AUTH_TOKEN", "required with SMS_PROVIDER=twilio"))?;
+    let from = var("TWILIO_FROM");
+    let messaging_service_sid = var("TWILIO_MESSAGING_SERVICE_SID");
+    if from.is_none() && messaging_service_sid.is_none() {
+        return Err(invalid(
+            "TWILIO_FROM",
+            "set TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID",
+        ));
+    }
+    Ok(Some(TwilioConfig {
+        account_sid,
+        auth_token: Secret::new(auth_token),
+        from,
+        messaging_service_sid,
+        base_url: var("TWILIO_BASE_URL")
+            .unwrap_or_else(|| "https://api.twilio.com".into())
+            .trim_end_matches('/')
+            .to_owned(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_map(&map)
+    }
+
+    #[test]
+    fn defaults_describe_a_development_machine() {
+        let c = config(&[]).expect("defaults parse");
+        assert_eq!(c.app_env, AppEnv::Development);
+        assert_eq!(c.public_base_url, "http://localhost:8080");
+        assert_eq!(c.sandbox_header(), "x-grove-sandbox");
+        assert_eq!(c.skill_path(), "/skills/grove-x402/SKILL.md");
+        assert!(c.pay_to.is_none() && c.llm.is_none() && c.settles_locally());
+        assert_eq!(c.sms_provider, SmsProviderKind::Outbox);
+    }
+
+    #[test]
+    fn production_refuses_local_settlement_and_the_outbox() {
+        let err = config(&[("APP_ENV", "production")]).unwrap_err();
+        assert!(
+            matches!(err, ConfigError::UnsafeInProduction(m) if m.contains("X402_FACILITATOR_URL"))
+        );
+        let err = config(&[
+            ("APP_ENV", "production"),
+            ("X402_FACILITATOR_URL", "https://f.example"),
+        ])
+        .unwrap_err();
+        assert!(matches!(err, ConfigError::UnsafeInProduction(m) if m.contains("SMS_PROVIDER")));
+    }
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        for (k, v) in [
+            ("X402_PAY_TO", "0x123"),
+            ("LLM_PROVIDER", "gemini"),
+            ("CALL_DEADLINE_S", "soon"),
+            ("BIND_ADDR", "nowhere"),
+        ] {
+            let err = config(&[(k, v)]).unwrap_err();
+            assert!(err.to_string().starts_with(k), "{err}");
+        }
+        let err = config(&[("LLM_PROVIDER", "anthropic")]).unwrap_err();
+        assert!(err.to_string().starts_with("LLM_API_KEY"));
+    }
+
+    #[test]
+    fn secrets_do_not_print() {
+        let c = config(&[
+            ("LLM_PROVIDER", "openai"),
+            ("LLM_API_KEY", "sk-very-secret"),
+        ])
+        .expect("parses");
+        assert!(!format!("{c:?}").contains("sk-very-secret"));
+    }
+}

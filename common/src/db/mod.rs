@@ -1,0 +1,76 @@
+//! Database access: connecting (SQLite by default, PostgreSQL through `DATABASE_URL`) and the
+//! entities. Migrations live in the `migrations` crate and run before anything else touches it.
+
+pub mod calls;
+pub mod entities;
+pub mod reviews;
+
+use crate::config::Config;
+use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr};
+use std::time::Duration;
+
+/// The embedded default when `DATABASE_URL` is unset.
+pub const DEFAULT_SQLITE_URL: &str = "sqlite://data/grove.db?mode=rwc";
+
+/// The URL in use, with the embedded default filled in.
+pub fn url(config: &Config) -> String {
+    config
+        .database_url
+        .as_ref()
+        .map(|s| s.expose().to_owned())
+        .unwrap_or_else(|| DEFAULT_SQLITE_URL.to_owned())
+}
+
+pub async fn connect(config: &Config) -> Result<DatabaseConnection, DbErr> {
+    connect_url(&url(config)).await
+}
+
+pub async fn connect_url(url: &str) -> Result<DatabaseConnection, DbErr> {
+    let sqlite = url.starts_with("sqlite:");
+    if sqlite {
+        ensure_sqlite_dir(url);
+    }
+    // Every connection to `sqlite::memory:` is its own empty database: keep exactly one.
+    let in_memory = sqlite && url.contains(":memory:");
+    let mut options = ConnectOptions::new(url.to_owned());
+    options
+        .max_connections(if in_memory {
+            1
+        } else if sqlite {
+            8
+        } else {
+            16
+        })
+        .min_connections(1)
+        .connect_timeout(Duration::from_secs(10))
+        .acquire_timeout(Duration::from_secs(10))
+        .sqlx_logging(false);
+    if sqlite {
+        // WAL lets readers run beside the writer; busy_timeout makes concurrent writers wait
+        // their turn instead of failing with "database is locked".
+        options.map_sqlx_sqlite_opts(|o| {
+            o.journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
+                .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Normal)
+                .busy_timeout(Duration::from_secs(10))
+        });
+    }
+    Database::connect(options).await
+}
+
+/// `sqlite://data/grove.db` needs `data/` to exist.
+fn ensure_sqlite_dir(url: &str) {
+    let path = url
+        .trim_start_matches("sqlite://")
+        .trim_start_matches("sqlite:")
+        .split('?')
+        .next()
+        .unwrap_or_default();
+    if path.is_empty() || path.starts_with(':') {
+        return;
+    }
+    if let Some(dir) = std::path::Path::new(path).parent()
+        && !dir.as_os_str().is_empty()
+    {
+        let _ = std::fs::create_dir_all(dir);
+    }
+}

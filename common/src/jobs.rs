@@ -1,0 +1,64 @@
+//! Jobs as plain data, with stable queue names (renaming a type must not orphan queued jobs).
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use uuid::Uuid;
+
+/// Queue of settled coaching calls waiting for a model answer (`{namespace}:coaching`).
+pub fn coaching_queue(namespace: &str) -> String {
+    format!("{namespace}:coaching")
+}
+
+/// Queue of review-request sends and follow-ups (`{namespace}:review`).
+pub fn review_queue(namespace: &str) -> String {
+    format!("{namespace}:review")
+}
+
+/// Published by a worker after it stored a call's final outcome; payload is the call id.
+pub fn done_channel(namespace: &str) -> String {
+    format!("{namespace}:calls:done")
+}
+
+/// Published by the API after each push so idle workers fetch at once instead of at their
+/// next poll (apalis-redis otherwise waits for its heartbeat).
+pub fn wake_channel(queue: &str) -> String {
+    format!("{queue}:wake")
+}
+
+/// How often an idle worker polls even without a wake-up: the backstop for a lost wake message.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
+/// Heartbeat of a Redis worker; a worker silent for `MISSED_HEARTBEATS` heartbeats is orphaned
+/// and its jobs go back to the queue for another worker.
+pub const HEARTBEAT: Duration = Duration::from_secs(2);
+pub const MISSED_HEARTBEATS: usize = 3;
+
+/// Work on one settled coaching call. Everything else (body, coach, mode) is in the call record,
+/// so a job stays small and a re-run reads the same input.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoachingJob {
+    pub call_id: Uuid,
+    /// Carried so that traces join across the API and worker processes.
+    pub request_id: String,
+}
+
+/// Which message of a review request a job is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewStep {
+    /// The first message (or its deferral by quiet hours).
+    Send,
+    /// The one reminder.
+    FollowUp,
+}
+
+/// Work on one review request. The request row holds everything else; the job is a nudge that
+/// is safe to deliver twice (the message rows make each SMS at-most-once).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewJob {
+    pub review_id: String,
+    pub step: ReviewStep,
+    pub request_id: String,
+}
+
+/// How often the sweeper looks for due sends and follow-ups that a lost job missed.
+pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(30);

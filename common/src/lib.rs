@@ -1,0 +1,19 @@
+//! Shared by the `api` and `worker` crates: the catalog (defined once), wire types, the schema
+//! registry, configuration and telemetry set-up.
+
+pub mod catalog;
+pub mod clock;
+pub mod completion;
+pub mod config;
+pub mod db;
+pub mod jobs;
+pub mod money;
+pub mod queue;
+pub mod receipt;
+pub mod review;
+pub mod sandbox;
+pub mod schema;
+pub mod shutdown;
+pub mod telemetry;
+pub mod twilio;
+pub mod x402;

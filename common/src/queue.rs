@@ -1,0 +1,243 @@
+//! The pushing side of the job queues (coaching and review), with two backends behind one type:
+//! Redis (api and any number of `worker` processes share it) and in-process memory (the
+//! embedded single-process mode, no server needed).
+
+use crate::jobs::{self, CoachingJob, ReviewJob};
+use apalis::prelude::{MemoryStorage, Task, TaskBuilder, TaskSink};
+use apalis_core::backend::memory::{MemorySink, MemoryStorageError};
+use apalis_redis::RedisStorage;
+use futures::{SinkExt, StreamExt, lock::Mutex};
+use redis::{AsyncCommands, aio::ConnectionManager};
+use serde::{Serialize, de::DeserializeOwned};
+use std::{sync::Arc, time::Duration};
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("could not enqueue: {0}")]
+    Push(String),
+}
+
+/// One job type's queue.
+pub enum Lane<T> {
+    Redis {
+        storage: Box<RedisStorage<T>>,
+        conn: ConnectionManager,
+        wake: String,
+    },
+    /// apalis-core 1.0's `MemorySink::start_send` does `try_lock().unwrap()` on the mutex that
+    /// `poll_ready` just released, so two concurrent pushes can panic. One push at a time.
+    Memory(Arc<tokio::sync::Mutex<MemorySink<T>>>),
+}
+
+impl<T> Clone for Lane<T> {
+    fn clone(&self) -> Self {
+        match self {
+            Lane::Redis {
+                storage,
+                conn,
+                wake,
+            } => Lane::Redis {
+                storage: storage.clone(),
+                conn: conn.clone(),
+                wake: wake.clone(),
+            },
+            Lane::Memory(sink) => Lane::Memory(Arc::clone(sink)),
+        }
+    }
+}
+
+impl<T: Serialize + DeserializeOwned + Send + Sync + Unpin + 'static> Lane<T> {
+    fn redis(conn: &ConnectionManager, queue: String) -> Self {
+        let storage = RedisStorage::new(conn.clone()).with_config(redis_config(&queue));
+        Lane::Redis {
+            storage: Box::new(storage),
+            conn: conn.clone(),
+            wake: jobs::wake_channel(&queue),
+        }
+    }
+
+    /// A memory lane and the storage a worker consumes it from. Built from our own channel so
+    /// that we keep a sink to push with; the storage (and its receiver) moves into the worker.
+    fn memory() -> (Self, MemoryStorage<T>) {
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Task<T>>();
+        let tx = tx.sink_map_err(MemoryStorageError::SendError);
+        let boxed: Box<
+            dyn futures::Sink<Task<T>, Error = MemoryStorageError> + Send + Sync + Unpin,
+        > = Box::new(tx);
+        let sink = MemorySink::new(Arc::new(Mutex::new(boxed)));
+        let storage = MemoryStorage::new_with(sink.clone(), rx.boxed());
+        (
+            Lane::Memory(Arc::new(tokio::sync::Mutex::new(sink))),
+            storage,
+        )
+    }
+
+    /// Pushes a job to run now, or after `delay` (Redis only: the memory lane runs it now and
+    /// the handler, finding it not yet due, leaves it to the sweeper).
+    async fn push(&self, job: T, delay: Option<Duration>) -> Result<(), QueueError> {
+        match self {
+            Lane::Redis {
+                storage,
+                conn,
+                wake,
+            } => {
+                let mut builder = TaskBuilder::new(job);
+                if let Some(d) = delay {
+                    builder = builder.run_after(d);
+                }
+                (**storage)
+                    .clone()
+                    .push_task(builder.build())
+                    .await
+                    .map_err(|e| QueueError::Push(e.to_string()))?;
+                if delay.is_none() {
+                    let _: i64 = conn.clone().publish(wake, "1").await?;
+                }
+            }
+            Lane::Memory(sink) => {
+                let mut sink = sink.lock().await;
+                sink.send(Task::new(job))
+                    .await
+                    .map_err(|e| QueueError::Push(e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Both job queues.
+#[derive(Clone)]
+pub struct JobQueue {
+    coaching: Lane<CoachingJob>,
+    review: Lane<ReviewJob>,
+    conn: Option<ConnectionManager>,
+}
+
+/// The storages an embedded worker consumes.
+pub struct MemoryStorages {
+    pub coaching: MemoryStorage<CoachingJob>,
+    pub review: MemoryStorage<ReviewJob>,
+}
+
+/// apalis-redis configuration shared by pushers and workers (same queue, same timings).
+pub fn redis_config(queue: &str) -> apalis_redis::Config {
+    apalis_redis::Config::default()
+        .queue(queue)
+        .heartbeat_interval(jobs::HEARTBEAT)
+        .missed_heartbeats(jobs::MISSED_HEARTBEATS)
+        .batch_size(16)
+}
+
+/// A Redis connection with a patient response timeout (the library's 500 ms default turns a
+/// busy Redis into fatal worker errors).
+pub async fn redis_connection(
+    client: &redis::Client,
+) -> Result<ConnectionManager, redis::RedisError> {
+    let config = redis::aio::ConnectionManagerConfig::new()
+        .set_response_timeout(Some(Duration::from_secs(5)))
+        .set_connection_timeout(Some(Duration::from_secs(5)));
+    client.get_connection_manager_with_config(config).await
+}
+
+impl JobQueue {
+    pub async fn redis(client: &redis::Client, namespace: &str) -> Result<Self, QueueError> {
+        let conn = redis_connection(client).await?;
+        Ok(Self {
+            coaching: Lane::redis(&conn, jobs::coaching_queue(namespace)),
+            review: Lane::redis(&conn, jobs::review_queue(namespace)),
+            conn: Some(conn),
+        })
+    }
+
+    pub fn memory() -> (Self, MemoryStorages) {
+        let (coaching, coaching_storage) = Lane::memory();
+        let (review, review_storage) = Lane::memory();
+        (
+            Self {
+                coaching,
+                review,
+                conn: None,
+            },
+            MemoryStorages {
+                coaching: coaching_storage,
+                review: review_storage,
+            },
+        )
+    }
+
+    pub async fn push(&self, job: CoachingJob) -> Result<(), QueueError> {
+        self.coaching.push(job, None).await
+    }
+
+    pub async fn push_review(
+        &self,
+        job: ReviewJob,
+        delay: Option<Duration>,
+    ) -> Result<(), QueueError> {
+        self.review.push(job, delay).await
+    }
+
+    /// Readiness: can we reach the queue?
+    pub async fn ping(&self) -> Result<(), QueueError> {
+        if let Some(conn) = &self.conn {
+            let _: String = redis::cmd("PING").query_async(&mut conn.clone()).await?;
+        }
+        Ok(())
+    }
+
+    /// Jobs waiting in both queues (active lists plus scheduled sets); None in memory mode.
+    pub async fn depth(&self) -> Option<u64> {
+        let mut total = 0;
+        for cfg in [lane_config(&self.coaching)?, lane_config(&self.review)?] {
+            let mut c = self.conn.clone()?;
+            let active: u64 = c.llen(cfg.active_jobs_list()).await.ok()?;
+            let scheduled: u64 = c.zcard(cfg.scheduled_jobs_set()).await.ok()?;
+            total += active + scheduled;
+        }
+        Some(total)
+    }
+}
+
+fn lane_config<T>(lane: &Lane<T>) -> Option<apalis_redis::Config> {
+    match lane {
+        Lane::Redis { storage, .. } => Some(storage.get_config().clone()),
+        Lane::Memory(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uuid::Uuid;
+
+    /// Regression: concurrent pushes to the memory lane used to panic inside apalis.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_pushes_to_the_memory_queue_all_arrive() {
+        let (queue, storages) = JobQueue::memory();
+        let pushes: Vec<_> = (0..200)
+            .map(|i| {
+                let q = queue.clone();
+                tokio::spawn(async move {
+                    q.push(CoachingJob {
+                        call_id: Uuid::now_v7(),
+                        request_id: format!("r{i}"),
+                    })
+                    .await
+                })
+            })
+            .collect();
+        for p in pushes {
+            assert!(p.await.expect("no panic").is_ok());
+        }
+        use futures::StreamExt;
+        let received = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            storages.coaching.take(200).count(),
+        )
+        .await
+        .expect("every pushed job arrives");
+        assert_eq!(received, 200);
+    }
+}

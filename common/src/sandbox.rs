@@ -1,0 +1,82 @@
+//! Fixed sandbox samples (spec 4, sandbox rules): one hand-written envelope per mode and one
+//! tracked-request response for the action. No model, database, queue, SMS or payment is touched.
+
+use crate::catalog::{Coach, MODES, Mode};
+use serde_json::Value;
+
+macro_rules! samples {
+    ($($mode:literal),* $(,)?) => {
+        &[$(($mode, include_str!(concat!("sandbox/", $mode, ".json")))),*]
+    };
+}
+
+static COACHING: &[(&str, &str)] = samples!(
+    "diagnose_growth",
+    "design_offer",
+    "rewrite_pricing",
+    "funnel_review",
+    "write_outbound_sequence",
+    "audit_function",
+    "handle_objections",
+    "position_against_alternatives",
+    "plan_capacity",
+    "draft_sop",
+    "rescue_churn",
+    "plan_onboarding",
+    "decide_stack",
+    "map_automation",
+    "scope_role",
+    "map_accountability",
+);
+
+static REVIEW_REQUEST: &str = include_str!("sandbox/review_request.json");
+
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("no sandbox sample for mode {0}")]
+    Missing(&'static str),
+    #[error("sandbox sample {name} is not valid JSON: {source}")]
+    Parse {
+        name: String,
+        source: serde_json::Error,
+    },
+}
+
+fn parse(name: &str, raw: &str) -> Result<Value, SandboxError> {
+    serde_json::from_str(raw).map_err(|source| SandboxError::Parse {
+        name: name.to_owned(),
+        source,
+    })
+}
+
+/// The sample envelope for `mode` as served by `coach`: the sample with `agent` set to the coach
+/// in the path and `mode` to the requested mode.
+pub fn coaching_sample(coach: &Coach, mode: &Mode) -> Result<Value, SandboxError> {
+    let (_, raw) = COACHING
+        .iter()
+        .find(|(id, _)| *id == mode.id)
+        .ok_or(SandboxError::Missing(mode.id))?;
+    let mut sample = parse(mode.id, raw)?;
+    if let Some(obj) = sample.as_object_mut() {
+        obj.insert("agent".into(), Value::from(coach.id));
+        obj.insert("mode".into(), Value::from(mode.id));
+    }
+    Ok(sample)
+}
+
+/// The sample tracked review request.
+pub fn review_request_sample() -> Result<Value, SandboxError> {
+    parse("review_request", REVIEW_REQUEST)
+}
+
+/// Checks at start-up that every mode has a sample that parses.
+pub fn check_all() -> Result<(), SandboxError> {
+    for m in MODES.iter() {
+        let (_, raw) = COACHING
+            .iter()
+            .find(|(id, _)| *id == m.id)
+            .ok_or(SandboxError::Missing(m.id))?;
+        parse(m.id, raw)?;
+    }
+    review_request_sample().map(|_| ())
+}
