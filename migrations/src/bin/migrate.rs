@@ -1,0 +1,30 @@
+//! `migrate`: applies every pending migration to `DATABASE_URL` (the Procfile's release step).
+
+use grove_common::{config::Config, db};
+use std::process::ExitCode;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let config = match Config::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("configuration error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = async {
+        let conn = db::connect(&config).await?;
+        grove_migrations::run(&conn).await
+    }
+    .await;
+    match result {
+        Ok(()) => {
+            println!("migrations applied");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("migration failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! Grove's database schema, one migration per change. The same migrations run unchanged on
+//! SQLite and PostgreSQL, at start-up of every process and as the `migrate` command.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261122_000001_paid_calls;
+mod m20261122_000002_review_requests;
+
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![
+            Box::new(m20261122_000001_paid_calls::Migration),
+            Box::new(m20261122_000002_review_requests::Migration),
+        ]
+    }
+}
+
+/// Applies every pending migration. Safe to call concurrently from several processes on
+/// PostgreSQL only if they race benignly; production runs `migrate` once as the release step.
+pub async fn run(db: &sea_orm_migration::sea_orm::DatabaseConnection) -> Result<(), DbErr> {
+    Migrator::up(db, None).await
+}
