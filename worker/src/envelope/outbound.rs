@@ -1,0 +1,199 @@
+//! write_outbound_sequence (spec 2.6): only the five literal `{{token}}`s may personalise a
+//! message, each declared in `merge_fields`; anything that looks like a fill-in-the-blank
+//! (`[Name]`, `{name}`, `<first name>`, `*|FNAME|*`, `%NAME%`) would go out to a prospect verbatim.
+
+use super::check::items;
+use super::modes::{int, push, text};
+use grove_common::schema::Violation;
+use serde_json::Value;
+
+/// The only merge tokens a sequence may use.
+pub const MERGE_TOKENS: [&str; 5] = [
+    "{{first_name}}",
+    "{{last_name}}",
+    "{{company}}",
+    "{{role}}",
+    "{{city}}",
+];
+
+/// Longest run between brackets still read as a placeholder rather than prose.
+const MAX_INNER: usize = 40;
+
+/// Every `{{…}}` in `text`, braces included, in order (allowed or not).
+pub fn merge_tokens(text: &str) -> Vec<&str> {
+    spans(text, "{{", "}}", |_| true)
+        .into_iter()
+        .map(|(a, b)| &text[a..b])
+        .collect()
+}
+
+/// Placeholders in any syntax other than `{{…}}`.
+pub fn other_placeholders(text: &str) -> Vec<String> {
+    // Blank out the `{{…}}` tokens (judged separately) so their braces are not seen again.
+    let mut blanked = text.to_owned();
+    for (a, b) in spans(text, "{{", "}}", |_| true) {
+        blanked.replace_range(a..b, &" ".repeat(b - a));
+    }
+    let mut found = Vec::new();
+    for (open, close) in [("[", "]"), ("{", "}"), ("<", ">"), ("*|", "|*"), ("%", "%")] {
+        for (a, b) in spans(&blanked, open, close, |inner| {
+            looks_like_placeholder(open, inner)
+        }) {
+            found.push(blanked[a..b].to_owned());
+        }
+    }
+    found
+}
+
+fn looks_like_placeholder(open: &str, inner: &str) -> bool {
+    let has_letter = inner.chars().any(char::is_alphabetic);
+    let wordish = inner
+        .chars()
+        .all(|c| c.is_alphanumeric() || matches!(c, ' ' | '_' | '-' | '.'));
+    match open {
+        // "<first name>" yes; "costs < 5 and > 2" no.
+        "<" => has_letter && wordish && !inner.starts_with(' '),
+        // "%FIRST_NAME%" yes; "5% to 10%" no.
+        "%" => has_letter && inner.chars().all(|c| c.is_alphabetic() || c == '_'),
+        _ => has_letter,
+    }
+}
+
+/// Byte ranges `[start, end)` of `open … close` pairs on one line with a short inside that
+/// `accept` takes. A rejected pair does not consume its closing mark, which may open the next
+/// ("50% off, %NAME%").
+fn spans(
+    text: &str,
+    open: &str,
+    close: &str,
+    accept: impl Fn(&str) -> bool,
+) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(rel) = text[from..].find(open) {
+        let start = from + rel;
+        let inner_from = start + open.len();
+        let rest = &text[inner_from..];
+        let Some(end_rel) = rest.find(close) else {
+            break;
+        };
+        let inner = &rest[..end_rel];
+        let short = inner.chars().count() <= MAX_INNER && !inner.contains('\n');
+        if short && !inner.is_empty() && !inner.contains(open) && accept(inner) {
+            let end = inner_from + end_rel + close.len();
+            out.push((start, end));
+            from = end;
+        } else {
+            from = inner_from;
+        }
+    }
+    out
+}
+
+/// Merge tokens used and declared both ways, no other placeholders, steps 1..k, days from 0 up.
+pub fn check(d: &Value, out: &mut Vec<Violation>) {
+    let declared: Vec<&str> = items(d.get("merge_fields"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut used: Vec<String> = Vec::new();
+    let emails = items(d.get("emails"));
+    for (i, email) in emails.iter().enumerate() {
+        for field in ["subject", "body"] {
+            let Some(s) = text(email, field) else {
+                continue;
+            };
+            let at = format!("/deliverable/emails/{i}/{field}");
+            for token in merge_tokens(s) {
+                if !MERGE_TOKENS.contains(&token) {
+                    let allowed = MERGE_TOKENS.join(", ");
+                    push(out, at.clone(), format!("{token} is not one of {allowed}"));
+                } else if !declared.contains(&token) {
+                    push(
+                        out,
+                        at.clone(),
+                        format!("uses {token}, missing from merge_fields"),
+                    );
+                }
+                if !used.iter().any(|u| u == token) {
+                    used.push(token.to_owned());
+                }
+            }
+            for p in other_placeholders(s) {
+                push(
+                    out,
+                    at.clone(),
+                    format!("placeholder {p} is not allowed; use a merge token or plain words"),
+                );
+            }
+        }
+    }
+    for (j, f) in declared.iter().enumerate() {
+        if !used.iter().any(|u| u == f) {
+            push(
+                out,
+                format!("/deliverable/merge_fields/{j}"),
+                format!("lists {f}, used in no subject or body"),
+            );
+        }
+    }
+    let mut prev_day: Option<i64> = None;
+    for (i, email) in emails.iter().enumerate() {
+        if int(email, "step").is_some_and(|s| s != i as i64 + 1) {
+            push(
+                out,
+                format!("/deliverable/emails/{i}/step"),
+                format!("must be {}: steps run 1, 2, 3… in order", i + 1),
+            );
+        }
+        let Some(day) = int(email, "send_day") else {
+            continue;
+        };
+        if i == 0 && day != 0 {
+            push(
+                out,
+                "/deliverable/emails/0/send_day".into(),
+                "must be 0: step 1 is day 0",
+            );
+        }
+        if let Some(p) = prev_day.filter(|p| day < *p) {
+            push(
+                out,
+                format!("/deliverable/emails/{i}/send_day"),
+                format!("must not be before the previous step's day {p}"),
+            );
+        }
+        prev_day = Some(day);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_merge_tokens_allowed_or_not() {
+        let t = "Hi {{first_name}} at {{company}}, {{ first_name }} and {{deal_size}}";
+        assert_eq!(
+            merge_tokens(t),
+            vec![
+                "{{first_name}}",
+                "{{company}}",
+                "{{ first_name }}",
+                "{{deal_size}}"
+            ]
+        );
+    }
+
+    #[test]
+    fn flags_invented_placeholders_but_not_prose() {
+        let t = "Hi [Name], {company} <first name> *|FNAME|* %CITY% {{first_name}}";
+        assert_eq!(
+            other_placeholders(t),
+            vec!["[Name]", "{company}", "<first name>", "*|FNAME|*", "%CITY%"]
+        );
+        assert_eq!(other_placeholders("50% off, %NAME%"), vec!["%NAME%"]);
+        let prose = "Costs fell 5% to 10% when x < 5 and y > 2. {{first_name}}, {{city}}";
+        assert_eq!(other_placeholders(prose), Vec::<String>::new());
+    }
+}

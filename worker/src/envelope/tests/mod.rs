@@ -1,0 +1,72 @@
+//! Tests that drive the envelope code with the sandbox samples: realistic, valid envelopes
+//! written by hand, each paired here with an imaginary caller whose figures they use.
+
+mod assembly;
+mod rules;
+mod samples;
+mod schemas;
+
+use grove_common::catalog::{self, MODES, Mode};
+use grove_common::sandbox;
+use grove_common::schema::{SchemaRegistry, Violation};
+use serde_json::{Value, json};
+use std::sync::OnceLock;
+
+/// Per mode: the context and the message of the caller the sample answers.
+static CALLERS: &str = include_str!("callers.json");
+
+pub fn registry() -> &'static SchemaRegistry {
+    static REGISTRY: OnceLock<SchemaRegistry> = OnceLock::new();
+    REGISTRY.get_or_init(|| SchemaRegistry::load().unwrap())
+}
+
+pub fn mode(id: &str) -> &'static Mode {
+    catalog::mode(id).unwrap()
+}
+
+/// The sandbox envelope of `mode_id` as a paid answer: no `sandbox` flag.
+pub fn sample(mode_id: &str) -> Value {
+    let m = mode(mode_id);
+    let coach = catalog::coaches_offering(m.id).next().unwrap();
+    let mut s = sandbox::coaching_sample(coach, m).unwrap();
+    s.as_object_mut().unwrap().remove("sandbox");
+    s
+}
+
+/// The request of the caller `mode_id`'s sample answers.
+pub fn request(mode_id: &str) -> Value {
+    let callers: Value = serde_json::from_str(CALLERS).unwrap();
+    let caller = &callers[mode_id];
+    assert!(caller.is_object(), "no caller fixture for {mode_id}");
+    json!({
+        "mode": mode_id,
+        "messages": [{"role": "user", "content": caller["message"]}],
+        "context": caller["context"],
+    })
+}
+
+/// The part of an envelope the model writes, with only its own extra gaps.
+pub fn model_part(envelope: &Value) -> Value {
+    let mut out = envelope.clone();
+    let obj = out.as_object_mut().unwrap();
+    for key in ["agent", "mode", "usage", "receipt", "sandbox"] {
+        obj.remove(key);
+    }
+    let gaps: Vec<Value> = obj["context_gaps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g.as_str().unwrap().contains(' '))
+        .cloned()
+        .collect();
+    obj.insert("context_gaps".into(), Value::Array(gaps));
+    out
+}
+
+pub fn all_modes() -> impl Iterator<Item = &'static Mode> {
+    MODES.iter()
+}
+
+pub fn paths(v: &[Violation]) -> Vec<&str> {
+    v.iter().map(|v| v.path.as_str()).collect()
+}

@@ -1,0 +1,124 @@
+//! Grove's job workers: coaching jobs (prompt, model call, validation, re-ask), their provider
+//! clients, and the runtime that runs them against Redis or in-process.
+
+pub mod backoff;
+pub mod coaching;
+pub mod envelope;
+pub mod jobs;
+pub mod llm;
+pub mod prompts;
+pub mod review;
+pub mod runtime;
+pub mod sms;
+
+use grove_common::{
+    clock::{Clock, SystemClock},
+    completion::Completions,
+    config::{Config, SmsProviderKind},
+    db,
+    queue::{self, JobQueue},
+    schema::SchemaRegistry,
+};
+use jobs::Deps;
+use std::{future::Future, sync::Arc};
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error(
+        "REDIS_URL is not set: a separate worker needs the shared Redis queue (without it, the api runs jobs in-process)"
+    )]
+    NoQueue,
+    #[error("could not connect to Redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("database: {0}")]
+    Db(#[from] sea_orm::DbErr),
+    #[error("schemas: {0}")]
+    Schema(#[from] grove_common::schema::SchemaError),
+    #[error("model provider: {0}")]
+    Llm(#[from] llm::LlmError),
+    #[error(transparent)]
+    Runtime(#[from] runtime::RuntimeError),
+    #[error("SMS provider: {0}")]
+    Sms(#[from] sms::SmsError),
+    #[error("queue: {0}")]
+    Queue(#[from] queue::QueueError),
+}
+
+/// Everything a worker needs besides configuration.
+pub struct Parts {
+    pub db: sea_orm::DatabaseConnection,
+    pub completions: Completions,
+    pub schemas: Arc<SchemaRegistry>,
+    pub queue: JobQueue,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// Builds the worker's dependencies: the model engine and SMS provider from configuration.
+pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
+    let Parts {
+        db,
+        completions,
+        schemas,
+        queue,
+        clock,
+    } = parts;
+    let engine = match &config.llm {
+        Some(llm_config) => {
+            let provider = llm::from_config(llm_config, llm::RetryPolicy::default())?;
+            Some(coaching::Engine::new(
+                provider,
+                schemas,
+                llm_config.provider,
+            ))
+        }
+        None => None,
+    };
+    // Delivery reports only exist for a real provider; the outbox has none.
+    let status_callback = (config.sms_provider == SmsProviderKind::Twilio)
+        .then(|| config.absolute("/webhooks/sms/status"));
+    Ok(Deps {
+        db,
+        completions,
+        engine,
+        sms: sms::from_config(config)?,
+        clock,
+        queue,
+        public_base_url: config.public_base_url.clone(),
+        status_callback,
+    })
+}
+
+/// The `worker` binary: run coaching and review jobs and the sweeper from Redis until
+/// `shutdown` resolves.
+pub async fn run(
+    config: &Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), WorkerError> {
+    let url = config.redis_url.as_ref().ok_or(WorkerError::NoQueue)?;
+    let client = redis::Client::open(url.expose())?;
+    let db = db::connect(config).await?;
+    grove_migrations::run(&db).await?;
+    let completions = Completions::redis(
+        queue::redis_connection(&client).await?,
+        &config.queue_namespace,
+    );
+    let queue = JobQueue::redis(&client, &config.queue_namespace).await?;
+    let parts = Parts {
+        db,
+        completions,
+        schemas: Arc::new(SchemaRegistry::load()?),
+        queue,
+        clock: Arc::new(SystemClock),
+    };
+    let deps = deps(config, parts)?;
+    runtime::run_redis(
+        client,
+        &config.queue_namespace,
+        config.sweep_interval,
+        Arc::new(deps),
+        shutdown,
+    )
+    .await?;
+    tracing::info!("worker stopped");
+    Ok(())
+}

@@ -1,0 +1,312 @@
+//! Anthropic Messages. The schema goes in `output_config.format` (structured outputs, GA since
+//! 2026-01); models or gateways that do not know that field get forced tool use instead.
+
+use super::error::clip;
+use super::retry::{Failure, with_retries};
+use super::transport::{self, RawResponse};
+use super::{LlmError, LlmProvider, LlmRequest, LlmResponse, RetryPolicy, Usage, parse_model_json};
+use grove_common::config::Secret;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+const API_VERSION: &str = "2023-06-01";
+const TOOL_DESCRIPTION: &str =
+    "Record the complete answer. The input must match this schema exactly.";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// `output_config.format`: JSON text in the first text block.
+    Native,
+    /// One forced tool whose `input_schema` is the schema: the answer is the `tool_use` input.
+    Tool,
+}
+
+pub struct AnthropicProvider {
+    client: reqwest::Client,
+    url: String,
+    /// Built once; the key inside is marked sensitive so no header dump can print it.
+    headers: HeaderMap,
+    model: String,
+    retry: RetryPolicy,
+    /// Set when the API said it does not support `output_config`, so later calls skip the probe.
+    tool_fallback: AtomicBool,
+}
+
+impl AnthropicProvider {
+    /// `base_url` is the host root, e.g. `https://api.anthropic.com`.
+    pub fn new(
+        base_url: &str,
+        api_key: Option<Secret>,
+        model: &str,
+        retry: RetryPolicy,
+    ) -> Result<Self, LlmError> {
+        // Tolerate a base URL that already ends in the version, a common copy-paste.
+        let base = base_url.trim_end_matches('/');
+        let base = base.strip_suffix("/v1").unwrap_or(base);
+        let url = transport::endpoint(base, "/v1/messages")?;
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(API_VERSION),
+        );
+        if let Some(key) = api_key {
+            let mut value = HeaderValue::from_str(key.expose()).map_err(|_| LlmError::Config {
+                message: "LLM_API_KEY contains characters an HTTP header cannot carry".into(),
+            })?;
+            value.set_sensitive(true);
+            headers.insert(HeaderName::from_static("x-api-key"), value);
+        }
+        Ok(Self {
+            client: transport::client(retry.request_timeout)?,
+            url,
+            headers,
+            model: model.to_owned(),
+            retry,
+            tool_fallback: AtomicBool::new(false),
+        })
+    }
+
+    fn body(&self, request: &LlmRequest, mode: Mode) -> Value {
+        let messages: Vec<Value> = request
+            .messages
+            .iter()
+            .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
+            .collect();
+        let mut body = json!({
+            "model": self.model,
+            "max_tokens": request.max_output_tokens,
+            "messages": messages,
+        });
+        if !request.system.is_empty() {
+            body["system"] = json!(request.system);
+        }
+        match mode {
+            Mode::Native => {
+                body["output_config"] =
+                    json!({"format": {"type": "json_schema", "schema": request.schema}});
+            }
+            Mode::Tool => {
+                body["tools"] = json!([{
+                    "name": request.schema_name,
+                    "description": TOOL_DESCRIPTION,
+                    "input_schema": request.schema,
+                }]);
+                body["tool_choice"] = json!({"type": "tool", "name": request.schema_name});
+            }
+        }
+        body
+    }
+
+    async fn attempt(&self, body: &Value, mode: Mode) -> Result<(Value, Usage), Failure> {
+        let raw = transport::post_json(
+            &self.client,
+            &self.url,
+            self.headers.clone(),
+            body,
+            self.retry.request_timeout,
+        )
+        .await?;
+        read_answer(&raw, mode).map_err(Failure::Final)
+    }
+
+    /// One call in one mode, transport retries included.
+    async fn call(
+        &self,
+        request: &LlmRequest,
+        mode: Mode,
+    ) -> (Result<(Value, Usage), LlmError>, u32) {
+        let body = self.body(request, mode);
+        with_retries(&self.retry, self.name(), || self.attempt(&body, mode)).await
+    }
+}
+
+#[async_trait::async_trait]
+impl LlmProvider for AnthropicProvider {
+    fn name(&self) -> &'static str {
+        "anthropic"
+    }
+
+    #[tracing::instrument(name = "llm.complete", skip_all, fields(provider = "anthropic", model = %self.model, schema = %request.schema_name))]
+    async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        let mut attempts = 0;
+        let mut outcome = None;
+        if !self.tool_fallback.load(Ordering::Relaxed) {
+            let (result, made) = self.call(request, Mode::Native).await;
+            attempts += made;
+            match result {
+                Err(LlmError::BadRequest {
+                    status: 400,
+                    message,
+                }) if format_unsupported(&message) => {
+                    self.tool_fallback.store(true, Ordering::Relaxed);
+                    tracing::warn!(model = %self.model, error = %message,
+                        "output_config is not supported here; using forced tool use from now on");
+                }
+                other => outcome = Some(other),
+            }
+        }
+        let result = match outcome {
+            Some(result) => result,
+            None => {
+                let (result, made) = self.call(request, Mode::Tool).await;
+                attempts += made;
+                result
+            }
+        };
+        let (json, usage) = result?;
+        tracing::debug!(
+            attempts,
+            input_tokens = usage.input_tokens,
+            output_tokens = usage.output_tokens,
+            "llm call completed"
+        );
+        Ok(LlmResponse {
+            json,
+            usage,
+            attempts,
+        })
+    }
+}
+
+/// Whether a 400 says the request's output format is unknown to this model or gateway (rather
+/// than that our schema is wrong, which tool use would not fix). Wording varies, so match loosely.
+fn format_unsupported(message: &str) -> bool {
+    let m = message.to_lowercase();
+    let about_format = [
+        "output_config",
+        "output_format",
+        "output format",
+        "structured output",
+    ]
+    .iter()
+    .any(|p| m.contains(p));
+    let unsupported = [
+        "not supported",
+        "unsupported",
+        "does not support",
+        "not permitted",
+        "extra inputs",
+        "not available",
+        "unknown field",
+        "unexpected",
+    ]
+    .iter()
+    .any(|p| m.contains(p));
+    let about_schema = m.replace("json_schema", "").contains("schema");
+    about_format && unsupported && !about_schema
+}
+
+#[derive(Deserialize)]
+struct MessagesResponse {
+    #[serde(default)]
+    content: Vec<Block>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<MessagesUsage>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        #[serde(default)]
+        input: Value,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+struct MessagesUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+}
+
+/// Maps one successful HTTP answer to the model's JSON, or to the error that says why there is none.
+fn read_answer(raw: &RawResponse, mode: Mode) -> Result<(Value, Usage), LlmError> {
+    let invalid = |message: &str, usage| LlmError::InvalidOutput {
+        message: message.to_owned(),
+        usage,
+    };
+    let response: MessagesResponse = serde_json::from_str(&raw.body)
+        .map_err(|_| invalid("the body is not a Messages response", Usage::default()))?;
+    // Cached prompt tokens are input too (billed at other rates): the total is the sum of all three.
+    let usage = response.usage.map_or_else(Usage::default, |u| Usage {
+        input_tokens: [
+            u.input_tokens,
+            u.cache_creation_input_tokens,
+            u.cache_read_input_tokens,
+        ]
+        .into_iter()
+        .flatten()
+        .fold(0u64, u64::saturating_add),
+        output_tokens: u.output_tokens.unwrap_or(0),
+    });
+    let first_text = response.content.iter().find_map(|b| match b {
+        Block::Text { text } if !text.trim().is_empty() => Some(text.as_str()),
+        _ => None,
+    });
+    match response.stop_reason.as_deref() {
+        Some("max_tokens" | "model_context_window_exceeded") => {
+            return Err(LlmError::Truncated { usage });
+        }
+        Some("refusal") => {
+            let message = clip(
+                first_text
+                    .unwrap_or("the model declined to answer")
+                    .to_owned(),
+            );
+            return Err(LlmError::Refusal { message, usage });
+        }
+        _ => {}
+    }
+    match mode {
+        Mode::Native => {
+            let text = first_text.ok_or_else(|| invalid("the answer has no text block", usage))?;
+            Ok((parse_model_json(text, usage)?, usage))
+        }
+        Mode::Tool => response
+            .content
+            .into_iter()
+            .find_map(|b| match b {
+                Block::ToolUse { input } if !input.is_null() => Some((input, usage)),
+                _ => None,
+            })
+            .ok_or_else(|| invalid("the answer has no tool_use block", usage)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_unsupported;
+
+    #[test]
+    fn unsupported_format_is_told_apart_from_a_bad_schema() {
+        assert!(format_unsupported(
+            "output_config: Extra inputs are not permitted"
+        ));
+        assert!(format_unsupported(
+            "'claude-3-haiku-20240307' does not support structured outputs"
+        ));
+        assert!(format_unsupported(
+            "output_config.format is not supported for this model"
+        ));
+        assert!(!format_unsupported(
+            "output_config.format.schema: minLength is not supported"
+        ));
+        assert!(!format_unsupported("max_tokens: must be at most 8192"));
+    }
+}

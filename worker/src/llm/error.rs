@@ -1,0 +1,215 @@
+//! The provider layer's error, and the classification of HTTP failures both wire formats share.
+
+use super::Usage;
+use super::retry::{Failure, retry_after};
+use super::transport::RawResponse;
+
+/// Why a call produced no usable JSON. Variants that consumed tokens carry the usage, so the caller
+/// can bill every attempt; the comment on each says whether the retry layer already retried it.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    /// The model refused, or a content filter stopped it. Never retried.
+    #[error("the model refused: {message}")]
+    Refusal { message: String, usage: Usage },
+    /// The answer hit the output budget or the context window, so its JSON is cut. Never retried.
+    #[error("the model's answer was truncated")]
+    Truncated { usage: Usage },
+    /// Out of credit or over a spend limit: retrying cannot help until an operator acts.
+    #[error("the LLM account is out of quota: {message}")]
+    Quota { message: String },
+    /// 401/403: the key is missing, wrong or not allowed. Never retried.
+    #[error("the LLM provider refused our credentials ({status}): {message}")]
+    Auth { status: u16, message: String },
+    /// Any other 4xx: the request itself is wrong (schema, model name, size). Never retried.
+    #[error("the LLM provider rejected the request ({status}): {message}")]
+    BadRequest { status: u16, message: String },
+    /// 429/5xx/529, timeouts and connection errors, once the retry budget is used up.
+    #[error("the LLM provider is unavailable ({}): {message}", status_label(*.status))]
+    Upstream {
+        status: Option<u16>,
+        message: String,
+    },
+    /// A 200 whose content is missing or is not JSON.
+    #[error("the LLM provider's answer is unusable: {message}")]
+    InvalidOutput { message: String, usage: Usage },
+    /// The configuration cannot produce a working client (raised by `from_config` only).
+    #[error("the LLM client cannot be built: {message}")]
+    Config { message: String },
+}
+
+fn status_label(status: Option<u16>) -> String {
+    status.map_or_else(|| "no response".to_owned(), |s| s.to_string())
+}
+
+impl LlmError {
+    /// Tokens this failed call consumed; zero when the provider billed nothing.
+    pub fn usage(&self) -> Usage {
+        match self {
+            LlmError::Refusal { usage, .. }
+            | LlmError::Truncated { usage }
+            | LlmError::InvalidOutput { usage, .. } => *usage,
+            _ => Usage::default(),
+        }
+    }
+}
+
+/// The parts of an error body both providers share: OpenAI `{error: {message, type, code}}`,
+/// Anthropic `{type: "error", error: {type, message}}`. Compatible servers vary, so all optional.
+#[derive(Debug, Default, serde::Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    error: Option<ErrorDetail>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+struct ErrorDetail {
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    // A string on OpenAI, sometimes a number or null on compatible servers.
+    #[serde(default)]
+    code: Option<serde_json::Value>,
+}
+
+/// Error codes and types that mean "out of money", whatever the status.
+const QUOTA_CODES: &[&str] = &[
+    "insufficient_quota",
+    "billing_error",
+    "billing_hard_limit_reached",
+    "billing_not_active",
+];
+
+/// Wording of quota and spend-limit errors. Bare "billing" is deliberately absent: OpenAI's
+/// ordinary rate-limit message links to its billing page.
+const QUOTA_PHRASES: &[&str] = &[
+    "exceeded your current quota",
+    "credit balance",
+    "spend limit",
+    "spending limit",
+    "api usage limit",
+    "billing hard limit",
+    "insufficient_quota",
+];
+
+/// Classifies a non-2xx answer: what is worth retrying, and what is final.
+pub(super) fn classify_failure(raw: &RawResponse) -> Failure {
+    let detail = serde_json::from_str::<ErrorBody>(&raw.body)
+        .ok()
+        .and_then(|b| b.error)
+        .unwrap_or_default();
+    let message = clip(
+        detail
+            .message
+            .clone()
+            .filter(|m| !m.trim().is_empty())
+            .unwrap_or_else(|| fallback_message(raw)),
+    );
+    let status = raw.status;
+    if (400..500).contains(&status) && is_quota(status, &detail, &message) {
+        return Failure::Final(LlmError::Quota { message });
+    }
+    match status {
+        401 | 403 => Failure::Final(LlmError::Auth { status, message }),
+        // 408 and 409 are what the official SDKs retry besides 429 and 5xx.
+        408 | 409 | 429 | 500..=599 => Failure::Transient {
+            status: Some(status),
+            message,
+            retry_after: retry_after(&raw.headers),
+        },
+        _ => Failure::Final(LlmError::BadRequest { status, message }),
+    }
+}
+
+fn is_quota(status: u16, detail: &ErrorDetail, message: &str) -> bool {
+    let code = detail.code.as_ref().and_then(|c| c.as_str());
+    let coded = [detail.kind.as_deref(), code]
+        .into_iter()
+        .flatten()
+        .any(|c| QUOTA_CODES.contains(&c));
+    let lower = message.to_lowercase();
+    status == 402 || coded || QUOTA_PHRASES.iter().any(|p| lower.contains(p))
+}
+
+/// A proxy's HTML page or an empty body: keep a short excerpt so the log says something useful.
+fn fallback_message(raw: &RawResponse) -> String {
+    let body = raw.body.trim();
+    if body.is_empty() {
+        format!("HTTP {} with an empty body", raw.status)
+    } else {
+        body.to_owned()
+    }
+}
+
+/// Keeps provider messages short enough for a log line.
+pub(super) fn clip(mut message: String) -> String {
+    const MAX: usize = 300;
+    if message.len() > MAX {
+        let mut cut = MAX;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        message.truncate(cut);
+        message.push('…');
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderMap;
+
+    fn raw(status: u16, body: &str) -> RawResponse {
+        RawResponse {
+            status,
+            headers: HeaderMap::new(),
+            body: body.to_owned(),
+        }
+    }
+
+    fn is_final_quota(f: Failure) -> bool {
+        matches!(f, Failure::Final(LlmError::Quota { .. }))
+    }
+
+    #[test]
+    fn quota_is_recognised_by_code_or_wording_but_not_by_a_billing_link() {
+        let openai = r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}"#;
+        assert!(is_final_quota(classify_failure(&raw(429, openai))));
+        let credit = r#"{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API."}}"#;
+        assert!(is_final_quota(classify_failure(&raw(400, credit))));
+        let rate = r#"{"error":{"message":"Rate limit reached. You can increase your rate limit by adding a payment method at https://platform.openai.com/account/billing.","type":"requests","code":"rate_limit_exceeded"}}"#;
+        assert!(matches!(
+            classify_failure(&raw(429, rate)),
+            Failure::Transient {
+                status: Some(429),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn statuses_map_to_their_variants() {
+        assert!(matches!(
+            classify_failure(&raw(401, "")),
+            Failure::Final(LlmError::Auth { status: 401, .. })
+        ));
+        assert!(matches!(
+            classify_failure(&raw(404, "<html>nope</html>")),
+            Failure::Final(LlmError::BadRequest { status: 404, .. })
+        ));
+        assert!(matches!(
+            classify_failure(&raw(529, "")),
+            Failure::Transient {
+                status: Some(529),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn clip_keeps_char_boundaries() {
+        let clipped = clip("é".repeat(400));
+        assert!(clipped.ends_with('…') && clipped.len() <= 303);
+    }
+}

@@ -1,0 +1,165 @@
+//! The LLM provider layer: one trait, two thin HTTP clients (OpenAI-compatible Chat Completions and
+//! Anthropic Messages), and the retry policy they share.
+//!
+//! A provider turns one [`LlmRequest`] into one JSON value that the provider was asked to shape by
+//! `request.schema`. It does not validate that value against the schema: every provider has a
+//! fail-open path, so the caller re-validates whatever comes back.
+
+mod anthropic;
+mod error;
+mod openai;
+mod retry;
+mod transport;
+
+pub use anthropic::AnthropicProvider;
+pub use error::LlmError;
+pub use openai::OpenAiProvider;
+pub use retry::RetryPolicy;
+
+use grove_common::config::{LlmConfig, LlmProviderKind};
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn user(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            content: content.into(),
+        }
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: content.into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct LlmRequest {
+    pub system: String,
+    pub messages: Vec<ChatMessage>,
+    /// Names the schema (OpenAI) or the forced tool (Anthropic fallback): `[a-zA-Z0-9_-]{1,64}`.
+    pub schema_name: String,
+    /// A schema this provider can enforce; the caller prepares the provider-specific copy.
+    pub schema: serde_json::Value,
+    pub max_output_tokens: u32,
+}
+
+/// Tokens a provider reports for one call. Callers sum it over every attempt, failed ones included,
+/// because that is what the provider bills.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl std::ops::Add for Usage {
+    type Output = Usage;
+    fn add(self, other: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_add(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+        }
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        *self = *self + other;
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LlmResponse {
+    /// The model's answer, parsed but not validated.
+    pub json: serde_json::Value,
+    pub usage: Usage,
+    /// HTTP attempts made for this call, retries and the Anthropic format probe included.
+    pub attempts: u32,
+}
+
+#[async_trait::async_trait]
+pub trait LlmProvider: Send + Sync {
+    /// A stable label for logs and metrics: `openai` or `anthropic`.
+    fn name(&self) -> &'static str;
+    async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError>;
+}
+
+/// Builds the client that `LLM_PROVIDER` names. Fails only on a configuration the client cannot
+/// use (a base URL that does not parse, a TLS stack that does not initialise).
+pub fn from_config(
+    config: &LlmConfig,
+    retry: RetryPolicy,
+) -> Result<Arc<dyn LlmProvider>, LlmError> {
+    let key = config.api_key.clone();
+    Ok(match config.provider {
+        LlmProviderKind::OpenAi => Arc::new(OpenAiProvider::new(
+            &config.base_url,
+            key,
+            &config.model,
+            retry,
+        )?),
+        LlmProviderKind::Anthropic => Arc::new(AnthropicProvider::new(
+            &config.base_url,
+            key,
+            &config.model,
+            retry,
+        )?),
+    })
+}
+
+/// Parses the model's text as JSON. Models behind a server that does not enforce the schema
+/// sometimes wrap the object in a Markdown fence; strip one so that is not counted as a failure.
+fn parse_model_json(text: &str, usage: Usage) -> Result<serde_json::Value, LlmError> {
+    let trimmed = text.trim();
+    let unfenced = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|rest| rest.trim_end().strip_suffix("```"))
+        .unwrap_or(trimmed);
+    serde_json::from_str(unfenced.trim()).map_err(|e| LlmError::InvalidOutput {
+        message: format!("the model's answer is not JSON: {e}"),
+        usage,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn model_json_parses_plain_and_fenced_text() {
+        let u = Usage::default();
+        assert_eq!(parse_model_json(" {\"a\":1} ", u).unwrap(), json!({"a": 1}));
+        assert_eq!(
+            parse_model_json("```json\n{\"a\":1}\n```", u).unwrap(),
+            json!({"a": 1})
+        );
+        assert!(matches!(
+            parse_model_json("Sure! Here it is", u),
+            Err(LlmError::InvalidOutput { .. })
+        ));
+    }
+}

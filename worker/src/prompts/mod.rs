@@ -1,0 +1,167 @@
+//! Prompts as files under version control (`worker/prompts/`), embedded at compile time, and the
+//! assembly of one call's system prompt and conversation.
+
+use crate::envelope::Confidence;
+use grove_common::catalog::{Coach, Mode};
+use serde_json::Value;
+
+/// Embeds `prompts/{dir}/{name}.md` for each listed name.
+macro_rules! embedded {
+    ($dir:literal: $($name:literal),* $(,)?) => {
+        &[$((
+            $name,
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts/", $dir, "/", $name, ".md")),
+        )),*]
+    };
+}
+
+static HONESTY: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts/honesty.md"));
+static ENVELOPE: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts/envelope.md"));
+
+/// One persona per coach. A unit test checks the list against the catalog.
+static COACHES: &[(&str, &str)] =
+    embedded!("coaches": "mary", "reed", "iris", "oak", "violet", "fern", "willow");
+
+/// Instructions per mode. A unit test checks the list against the catalog.
+static MODES: &[(&str, &str)] = embedded!("modes":
+    "diagnose_growth",
+    "design_offer",
+    "rewrite_pricing",
+    "funnel_review",
+    "write_outbound_sequence",
+    "audit_function",
+    "handle_objections",
+    "position_against_alternatives",
+    "plan_capacity",
+    "draft_sop",
+    "rescue_churn",
+    "plan_onboarding",
+    "decide_stack",
+    "map_automation",
+    "scope_role",
+    "map_accountability",
+);
+
+fn lookup(table: &[(&str, &'static str)], id: &str) -> &'static str {
+    table
+        .iter()
+        .find(|(k, _)| *k == id)
+        .map_or("", |(_, text)| text)
+}
+
+/// Role of a conversation turn, as the provider APIs spell it.
+pub const USER: &str = "user";
+pub const ASSISTANT: &str = "assistant";
+
+/// The system prompt and the conversation for one coaching call. `missing` and `ceiling` come
+/// from [`crate::envelope::missing_recommended`] and [`crate::envelope::confidence_ceiling`].
+///
+/// The conversation always starts and ends with a user turn: Anthropic reads a trailing
+/// assistant turn as a prefill, which structured output refuses.
+pub fn build(
+    coach: &Coach,
+    mode: &Mode,
+    request: &Value,
+    missing: &[&str],
+    ceiling: Confidence,
+) -> (String, Vec<(&'static str, String)>) {
+    (
+        system(coach, mode, request, missing, ceiling),
+        conversation(request),
+    )
+}
+
+fn system(
+    coach: &Coach,
+    mode: &Mode,
+    request: &Value,
+    missing: &[&str],
+    ceiling: Confidence,
+) -> String {
+    let caps = mode.tier.caps();
+    let coach_summary = coach
+        .modes
+        .iter()
+        .find(|m| m.mode == mode.id)
+        .map_or(mode.summary, |m| m.summary);
+    let gaps = if missing.is_empty() {
+        "All recommended context fields were given.".to_owned()
+    } else {
+        format!(
+            "Recommended context fields the caller did not fill in: {}. The server lists these \
+             in `context_gaps` itself; do not repeat them there. Use a value only if the \
+             messages state it; never guess one.",
+            missing.join(", ")
+        )
+    };
+    let figures = if crate::envelope::caller_gave_numbers(request) {
+        "The caller gave figures: use only those (and arithmetic on them) in `numbers`."
+    } else {
+        "The caller gave no figures at all: `numbers` must be [] and the reply must not state any \
+         figure about their business."
+    };
+    format!(
+        "{persona}\n\nIn this call you coach in the mode below. Your summary of it: {coach_summary}\n\n\
+         {mode_text}\n{envelope}\n{honesty}\n\
+         # Limits for this answer ({tier} tier)\n\n\
+         - `reply`: at most {reply} characters; aim for under {words} words.\n\
+         - `numbers`: at most {numbers} items.\n\
+         - `actions`: {amin} to {amax} items, each with 1 to 6 steps.\n\
+         - `caveats`: at most {caveats} items, one sentence each.\n\
+         - `context_gaps`: at most 3 items of your own.\n\n\
+         # What the caller gave\n\n\
+         - {gaps}\n\
+         - {figures}\n\
+         - Confidence ceiling: `{ceiling}`. `thinking.confidence` must not be higher.\n",
+        persona = lookup(COACHES, coach.id).trim_end(),
+        mode_text = lookup(MODES, mode.id),
+        envelope = ENVELOPE,
+        honesty = HONESTY,
+        tier = mode.tier.as_str(),
+        reply = caps.reply_max_chars,
+        words = caps.reply_word_target,
+        numbers = caps.numbers_max,
+        amin = caps.actions_min,
+        amax = caps.actions_max,
+        caveats = caps.caveats_max,
+        ceiling = ceiling.as_str(),
+    )
+}
+
+/// The caller's messages, with the caller's context as a compact JSON block at the top of the
+/// first user turn (or in a turn of its own when the conversation opens with an assistant turn).
+fn conversation(request: &Value) -> Vec<(&'static str, String)> {
+    let messages = request.get("messages").and_then(Value::as_array);
+    let mut turns: Vec<(&'static str, String)> = messages
+        .into_iter()
+        .flatten()
+        .filter_map(|m| {
+            let content = m.get("content").and_then(Value::as_str)?;
+            let role = match m.get("role").and_then(Value::as_str) {
+                Some("assistant") => ASSISTANT,
+                _ => USER,
+            };
+            Some((role, content.to_owned()))
+        })
+        .collect();
+
+    let context = request
+        .get("context")
+        .filter(|c| c.as_object().is_some_and(|o| !o.is_empty()));
+    if let Some(context) = context {
+        let block = format!("Business context (JSON, from the caller):\n{context}");
+        match turns.first_mut() {
+            Some((role, content)) if *role == USER => *content = format!("{block}\n\n{content}"),
+            _ => turns.insert(0, (USER, block)),
+        }
+    } else if turns.first().is_none_or(|(role, _)| *role != USER) {
+        turns.insert(0, (USER, "(The conversation so far follows.)".to_owned()));
+    }
+    if turns.last().is_some_and(|(role, _)| *role == ASSISTANT) {
+        turns.push((USER, "Continue as my coach and answer now.".to_owned()));
+    }
+    turns
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,51 @@
+//! The sweeper: a periodic job (apalis-cron) that finds review work that is due and pushes the
+//! job for it. Delayed jobs are the fast path; the sweeper is what makes a lost job harmless.
+//! Several replicas may sweep at once: every job it pushes is safe to run twice.
+
+use crate::jobs::{Deps, JobError};
+use apalis::prelude::Data;
+use grove_common::{
+    db::reviews::{self, status},
+    jobs::{ReviewJob, ReviewStep},
+};
+use std::sync::Arc;
+
+pub async fn sweep_tick(_tick: apalis_cron::Tick, deps: Data<Arc<Deps>>) -> Result<(), JobError> {
+    let deps: Arc<Deps> = Arc::clone(&deps);
+    sweep(&deps).await.map(|_| ())
+}
+
+/// One pass; returns how many jobs it pushed or requests it moved.
+pub async fn sweep(deps: &Deps) -> Result<usize, JobError> {
+    let now = deps.clock.now();
+    let mut acted = 0;
+    for req in reviews::due(&deps.db, now).await? {
+        let step = match req.status.as_str() {
+            status::SCHEDULED | status::DEFERRED => Some(ReviewStep::Send),
+            status::FOLLOW_UP_SCHEDULED => Some(ReviewStep::FollowUp),
+            status::SENT => {
+                // 24 h at `sent` with no delivery report: treat as delivered then.
+                reviews::on_initial_delivered(&deps.db, &req, req.updated_at, now).await?;
+                acted += 1;
+                None
+            }
+            _ => None,
+        };
+        if let Some(step) = step {
+            let job = ReviewJob {
+                review_id: req.id.clone(),
+                step,
+                request_id: format!("sweep-{}", now.timestamp()),
+            };
+            if let Err(e) = deps.queue.push_review(job, None).await {
+                tracing::warn!(error = %e, review_id = %req.id, "sweeper could not push a due job");
+            } else {
+                acted += 1;
+            }
+        }
+    }
+    if acted > 0 {
+        tracing::info!(acted, "sweeper pushed due review work");
+    }
+    Ok(acted)
+}
