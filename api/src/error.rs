@@ -1,0 +1,221 @@
+//! The API's one error type and its single mapping to HTTP (CONTRACT 5).
+//!
+//! Every non-2xx body except 402 is `{"error":{"code","message","details","request_id"}}`.
+//! Internal errors are opaque to clients: the cause is logged, the client gets the request id.
+
+use crate::{request_id, x402::challenge::Challenge};
+use axum::{
+    Json,
+    http::{HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use grove_common::schema::Violation;
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400: the body is not JSON.
+    #[error("body is not valid JSON: {0}")]
+    InvalidJson(String),
+    /// 404: no such coach.
+    #[error("unknown agent {0:?}")]
+    UnknownAgent(String),
+    /// 404: no such mode (schema paths).
+    #[error("unknown mode {0:?}")]
+    UnknownMode(String),
+    /// 404: nothing here.
+    #[error("not found")]
+    NotFound,
+    /// 405: the path exists, the method does not.
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// 413: body over the limit.
+    #[error("body is larger than {0} bytes")]
+    PayloadTooLarge(usize),
+    /// 415: not `application/json`.
+    #[error("content type must be application/json")]
+    UnsupportedMediaType,
+    /// 422: schema violations, every one of them.
+    #[error("the request does not match its schema")]
+    Validation(Vec<Violation>),
+    /// 422: the review request's consent is missing, in the future, too old, or of an unknown
+    /// method (every problem of the body is listed).
+    #[error("the consent does not allow this message")]
+    ConsentInvalid(Vec<Violation>),
+    /// 409: the recipient opted out of messages.
+    #[error("the recipient has opted out of messages")]
+    RecipientOptedOut,
+    /// 409: this phone got a request within `min_days_since_last_request`.
+    #[error("this phone received a review request within the last {days} days")]
+    CooldownActive { days: i64 },
+    /// 409: the request already finished and cannot be cancelled.
+    #[error("the request already finished ({0})")]
+    AlreadyFinal(String),
+    /// 403: a webhook whose signature does not verify.
+    #[error("signature verification failed")]
+    Forbidden,
+    /// 422: a valid mode this coach does not offer.
+    #[error("coach {coach:?} does not offer mode {mode:?}")]
+    ModeNotOffered {
+        coach: &'static str,
+        mode: String,
+        offered: Vec<&'static str>,
+    },
+    /// 422: `Idempotency-Key` empty, too long or not printable ASCII.
+    #[error("invalid Idempotency-Key: {0}")]
+    InvalidIdempotencyKey(&'static str),
+    /// 422: the same Idempotency-Key with a different body.
+    #[error("this Idempotency-Key was used with a different request body")]
+    IdempotencyKeyReused,
+    /// 409: an identical request is still running past the deadline.
+    #[error("an identical request is still in progress; retry after {retry_after_s} s")]
+    RequestInProgress { retry_after_s: u64 },
+    /// 502: the provider failed after settlement; the retry is free.
+    #[error("the work failed after payment; retrying the identical request is free")]
+    UpstreamFailed { receipt: serde_json::Value },
+    /// 504: the deadline passed; the work goes on and the receipt tells its outcome.
+    #[error("the work is still running; poll the receipt or retry the identical request")]
+    StillRunning { receipt: serde_json::Value },
+    /// 402: the x402 challenge (its body is the v1 requirements, not the error shape).
+    #[error("payment required: {}", .0.error)]
+    PaymentRequired(Box<Challenge>),
+    /// 503: the work cannot be done right now, so it is not sold.
+    #[error("{0}")]
+    Unavailable(&'static str),
+    /// 503: no `X402_PAY_TO` configured.
+    #[error("payments are not configured on this server")]
+    PaymentsDisabled,
+    /// 500: a bug or an outage; the cause is logged, never sent.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    fn status(&self) -> StatusCode {
+        match self {
+            ApiError::InvalidJson(_) => StatusCode::BAD_REQUEST,
+            ApiError::UnknownAgent(_) | ApiError::UnknownMode(_) | ApiError::NotFound => {
+                StatusCode::NOT_FOUND
+            }
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Validation(_)
+            | ApiError::ModeNotOffered { .. }
+            | ApiError::InvalidIdempotencyKey(_)
+            | ApiError::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::PaymentRequired(_) => StatusCode::PAYMENT_REQUIRED,
+            ApiError::RequestInProgress { .. }
+            | ApiError::RecipientOptedOut
+            | ApiError::CooldownActive { .. }
+            | ApiError::AlreadyFinal(_) => StatusCode::CONFLICT,
+            ApiError::ConsentInvalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::UpstreamFailed { .. } => StatusCode::BAD_GATEWAY,
+            ApiError::StillRunning { .. } => StatusCode::GATEWAY_TIMEOUT,
+            ApiError::Unavailable(_) | ApiError::PaymentsDisabled => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            ApiError::InvalidJson(_) => "invalid_json",
+            ApiError::UnknownAgent(_) => "unknown_agent",
+            ApiError::UnknownMode(_) => "unknown_mode",
+            ApiError::NotFound => "not_found",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::UnsupportedMediaType => "unsupported_media_type",
+            ApiError::Validation(_) => "validation_failed",
+            ApiError::ModeNotOffered { .. } => "mode_not_offered",
+            ApiError::InvalidIdempotencyKey(_) => "invalid_idempotency_key",
+            ApiError::PaymentRequired(_) => "payment_required",
+            ApiError::IdempotencyKeyReused => "idempotency_key_reused",
+            ApiError::RequestInProgress { .. } => "request_in_progress",
+            ApiError::ConsentInvalid(_) => "consent_invalid",
+            ApiError::RecipientOptedOut => "recipient_opted_out",
+            ApiError::CooldownActive { .. } => "cooldown_active",
+            ApiError::AlreadyFinal(_) => "not_cancellable",
+            ApiError::Forbidden => "forbidden",
+            ApiError::UpstreamFailed { .. } => "upstream_failed",
+            ApiError::StillRunning { .. } => "still_running",
+            ApiError::Unavailable(_) => "unavailable",
+            ApiError::PaymentsDisabled => "payments_disabled",
+            ApiError::Internal(_) => "internal",
+        }
+    }
+
+    fn message_and_details(&self) -> (String, Vec<Violation>) {
+        match self {
+            ApiError::ConsentInvalid(v) => (self.to_string(), v.clone()),
+            ApiError::Validation(v) => (
+                format!(
+                    "the request does not match its schema ({} problem{})",
+                    v.len(),
+                    if v.len() == 1 { "" } else { "s" }
+                ),
+                v.clone(),
+            ),
+            ApiError::ModeNotOffered {
+                coach,
+                mode,
+                offered,
+            } => (
+                format!(
+                    "coach {coach:?} does not offer mode {mode:?}; details list the modes it offers"
+                ),
+                offered
+                    .iter()
+                    .map(|m| Violation::new("/mode", *m))
+                    .collect(),
+            ),
+            ApiError::InvalidIdempotencyKey(why) => (
+                self.to_string(),
+                vec![Violation::new("/headers/Idempotency-Key", *why)],
+            ),
+            ApiError::Internal(_) => (
+                "internal error; quote the request_id when reporting it".into(),
+                vec![],
+            ),
+            other => (other.to_string(), vec![]),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if let ApiError::PaymentRequired(challenge) = self {
+            return challenge.into_response();
+        }
+        let status = self.status();
+        if let ApiError::Internal(cause) = &self {
+            tracing::error!(error.cause = %cause, "internal error");
+        }
+        let (message, details) = self.message_and_details();
+        let mut error = json!({
+            "code": self.code(),
+            "message": message,
+            "details": details,
+            "request_id": request_id::current(),
+        });
+        if let ApiError::UpstreamFailed { receipt } | ApiError::StillRunning { receipt } = &self {
+            error["receipt"] = receipt.clone();
+        }
+        let mut response = (status, Json(json!({ "error": error }))).into_response();
+        if let ApiError::RequestInProgress { retry_after_s } = &self
+            && let Ok(v) = HeaderValue::from_str(&retry_after_s.to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        if status == StatusCode::METHOD_NOT_ALLOWED {
+            response.headers_mut().insert(
+                header::ALLOW,
+                HeaderValue::from_static("GET, POST, OPTIONS"),
+            );
+        }
+        response
+    }
+}

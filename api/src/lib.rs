@@ -1,0 +1,22 @@
+//! Grove's HTTP API: the free surfaces, request validation, the sandbox and the x402 gate.
+
+mod app;
+mod error;
+mod extract;
+mod metrics;
+mod paid;
+mod render;
+mod request_id;
+mod review;
+mod routes;
+mod state;
+mod validate;
+mod x402;
+
+pub use app::{Application, StartError};
+pub use error::ApiError;
+pub use x402::facilitator::{
+    Facilitator, FacilitatorError, HttpFacilitator, LocalFacilitator, SettleRequest,
+    SettleResponse, requirements_for,
+};
+pub use x402::payment::{Expected, PaymentRejection, VerifiedPayment, verify};

@@ -1,0 +1,126 @@
+//! Prometheus metrics an operator would graph: calls by mode and outcome, settlements, payment
+//! refusals, job latency (enqueue to outcome, as the API sees it) and queue depth.
+
+use std::{collections::BTreeMap, fmt::Write, sync::Mutex, time::Duration};
+
+const LATENCY_BUCKETS_S: [f64; 13] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+#[derive(Default)]
+struct Histogram {
+    buckets: [u64; LATENCY_BUCKETS_S.len()],
+    count: u64,
+    sum: f64,
+}
+
+#[derive(Default)]
+struct Inner {
+    calls: BTreeMap<(String, String), u64>,
+    settlements: BTreeMap<String, u64>,
+    payment_refusals: BTreeMap<String, u64>,
+    job_latency: Histogram,
+}
+
+#[derive(Default)]
+pub struct Metrics(Mutex<Inner>);
+
+impl Metrics {
+    fn with(&self, f: impl FnOnce(&mut Inner)) {
+        if let Ok(mut inner) = self.0.lock() {
+            f(&mut inner);
+        }
+    }
+
+    pub fn call_outcome(&self, mode: Option<&str>, outcome: &str) {
+        let key = (
+            mode.unwrap_or("review_request").to_owned(),
+            outcome.to_owned(),
+        );
+        self.with(|m| *m.calls.entry(key).or_default() += 1);
+    }
+
+    pub fn settlement(&self, result: &str) {
+        self.with(|m| *m.settlements.entry(result.to_owned()).or_default() += 1);
+    }
+
+    pub fn payment_rejected(&self, reason: &str) {
+        self.with(|m| *m.payment_refusals.entry(reason.to_owned()).or_default() += 1);
+    }
+
+    pub fn job_latency(&self, elapsed: Duration) {
+        let s = elapsed.as_secs_f64();
+        self.with(|m| {
+            let h = &mut m.job_latency;
+            h.count += 1;
+            h.sum += s;
+            for (i, le) in LATENCY_BUCKETS_S.iter().enumerate() {
+                if s <= *le {
+                    h.buckets[i] += 1;
+                }
+            }
+        });
+    }
+
+    /// Prometheus text exposition format.
+    pub fn render(&self, queue_depth: Option<u64>) -> String {
+        let mut out = String::new();
+        let Ok(m) = self.0.lock() else { return out };
+        let _ = writeln!(
+            out,
+            "# HELP grove_calls_total Paid calls by mode and outcome.\n# TYPE grove_calls_total counter"
+        );
+        for ((mode, outcome), n) in &m.calls {
+            let _ = writeln!(
+                out,
+                "grove_calls_total{{mode=\"{mode}\",outcome=\"{outcome}\"}} {n}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP grove_settlements_total Settlement results.\n# TYPE grove_settlements_total counter"
+        );
+        for (result, n) in &m.settlements {
+            let _ = writeln!(out, "grove_settlements_total{{result=\"{result}\"}} {n}");
+        }
+        let _ = writeln!(
+            out,
+            "# HELP grove_payment_refusals_total Payments refused before settlement, by reason.\n# TYPE grove_payment_refusals_total counter"
+        );
+        for (reason, n) in &m.payment_refusals {
+            let _ = writeln!(
+                out,
+                "grove_payment_refusals_total{{reason=\"{reason}\"}} {n}"
+            );
+        }
+        let h = &m.job_latency;
+        let _ = writeln!(
+            out,
+            "# HELP grove_job_latency_seconds Time from enqueue to the job's outcome.\n# TYPE grove_job_latency_seconds histogram"
+        );
+        for (i, le) in LATENCY_BUCKETS_S.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "grove_job_latency_seconds_bucket{{le=\"{le}\"}} {}",
+                h.buckets[i]
+            );
+        }
+        let _ = writeln!(
+            out,
+            "grove_job_latency_seconds_bucket{{le=\"+Inf\"}} {}",
+            h.count
+        );
+        let _ = writeln!(
+            out,
+            "grove_job_latency_seconds_sum {}\ngrove_job_latency_seconds_count {}",
+            h.sum, h.count
+        );
+        if let Some(depth) = queue_depth {
+            let _ = writeln!(
+                out,
+                "# HELP grove_queue_depth Jobs waiting in the queue.\n# TYPE grove_queue_depth gauge\ngrove_queue_depth {depth}"
+            );
+        }
+        out
+    }
+}

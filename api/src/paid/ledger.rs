@@ -1,0 +1,235 @@
+//! The durable half of a paid request: claim the idempotency scope, reserve the authorization
+//! `(payer, nonce)`, and record the call and its receipt, in one transaction. Then settlement
+//! outcomes are written back here.
+
+use super::idempotency::Scope;
+use chrono::Utc;
+use grove_common::{
+    db::{
+        calls::status,
+        entities::{call, idempotency, payment, receipt},
+    },
+    receipt as receipts,
+};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, ExprTrait, QueryFilter,
+    SqlErr, TransactionTrait,
+};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// A new paid call, before it is written.
+pub struct NewCall {
+    pub kind: &'static str,
+    pub agent: Option<String>,
+    pub mode: Option<String>,
+    pub payer: String,
+    pub request_hash: String,
+    pub request: Value,
+    pub request_id: String,
+}
+
+/// The authorization that pays for it.
+pub struct NewPayment {
+    pub nonce: String,
+    pub amount: String,
+    pub network: String,
+    pub x402_version: i32,
+}
+
+pub enum Claim {
+    /// This request owns the scope: its call is recorded and its payment reserved.
+    New(Box<call::Model>),
+    /// An earlier request owns the scope (replay, wait, or refuse a different body).
+    Existing { call_id: Uuid, request_hash: String },
+    /// The authorization already paid for another request.
+    NonceUsed,
+}
+
+fn is_unique_violation(e: &DbErr) -> bool {
+    matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_)))
+}
+
+pub async fn find_scope(
+    db: &DatabaseConnection,
+    scope: &str,
+) -> Result<Option<idempotency::Model>, DbErr> {
+    idempotency::Entity::find_by_id(scope.to_owned())
+        .filter(idempotency::Column::ExpiresAt.gt(Utc::now()))
+        .one(db)
+        .await
+}
+
+/// Claims `scope` for a new call paid by `pay`, or reports who already holds it.
+pub async fn claim(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    call: NewCall,
+    pay: NewPayment,
+) -> Result<Claim, DbErr> {
+    let now = Utc::now();
+    if let Some(existing) = find_scope(db, &scope.key).await? {
+        return Ok(Claim::Existing {
+            call_id: existing.call_id,
+            request_hash: existing.request_hash,
+        });
+    }
+    // An expired record would block the insert below; it no longer answers anything.
+    idempotency::Entity::delete_many()
+        .filter(idempotency::Column::Scope.eq(scope.key.clone()))
+        .filter(idempotency::Column::ExpiresAt.lte(now))
+        .exec(db)
+        .await?;
+
+    let call_id = Uuid::now_v7();
+    let receipt_id = receipts::new_id();
+    let window = chrono::Duration::from_std(scope.window).unwrap_or(chrono::Duration::hours(24));
+    let txn = db.begin().await?;
+    // The scope first: of two concurrent identical requests, the loser fails here and waits for
+    // the winner, rather than failing on the shared nonce below.
+    let scope_row = idempotency::ActiveModel {
+        scope: Set(scope.key.clone()),
+        call_id: Set(call_id),
+        request_hash: Set(call.request_hash.clone()),
+        expires_at: Set(now + window),
+        created_at: Set(now),
+    };
+    if let Err(e) = idempotency::Entity::insert(scope_row).exec(&txn).await {
+        txn.rollback().await?;
+        if is_unique_violation(&e) {
+            return match find_scope(db, &scope.key).await? {
+                Some(existing) => Ok(Claim::Existing {
+                    call_id: existing.call_id,
+                    request_hash: existing.request_hash,
+                }),
+                None => Err(e),
+            };
+        }
+        return Err(e);
+    }
+    let payment_row = payment::ActiveModel {
+        id: Set(Uuid::now_v7()),
+        call_id: Set(call_id),
+        payer: Set(call.payer.clone()),
+        nonce: Set(pay.nonce),
+        amount: Set(pay.amount),
+        network: Set(pay.network),
+        x402_version: Set(pay.x402_version),
+        status: Set("reserved".into()),
+        transaction: Set(None),
+        error: Set(None),
+        created_at: Set(now),
+        updated_at: Set(now),
+    };
+    if let Err(e) = payment::Entity::insert(payment_row).exec(&txn).await {
+        txn.rollback().await?;
+        return if is_unique_violation(&e) {
+            Ok(Claim::NonceUsed)
+        } else {
+            Err(e)
+        };
+    }
+    let call_row = call::ActiveModel {
+        id: Set(call_id),
+        kind: Set(call.kind.to_owned()),
+        agent: Set(call.agent),
+        mode: Set(call.mode),
+        payer: Set(call.payer),
+        request_hash: Set(call.request_hash),
+        request: Set(call.request),
+        status: Set(status::PENDING.into()),
+        attempts: Set(0),
+        runs: Set(0),
+        error: Set(None),
+        receipt_id: Set(receipt_id.clone()),
+        request_id: Set(call.request_id),
+        created_at: Set(now),
+        updated_at: Set(now),
+        completed_at: Set(None),
+    };
+    let model = call::Entity::insert(call_row)
+        .exec_with_returning(&txn)
+        .await?;
+    let receipt_row = receipt::ActiveModel {
+        id: Set(receipt_id),
+        call_id: Set(call_id),
+        kind: Set(call.kind.to_owned()),
+        created_at: Set(now),
+        expires_at: Set(receipts::expires_at(now)),
+    };
+    receipt::Entity::insert(receipt_row).exec(&txn).await?;
+    txn.commit().await?;
+    Ok(Claim::New(Box::new(model)))
+}
+
+/// Settlement outcome of the call's payment.
+pub async fn record_settlement(
+    db: &DatabaseConnection,
+    call_id: Uuid,
+    status: &str,
+    transaction: Option<String>,
+    error: Option<String>,
+) -> Result<(), DbErr> {
+    payment::Entity::update_many()
+        .col_expr(payment::Column::Status, status.into())
+        .col_expr(payment::Column::Transaction, transaction.into())
+        .col_expr(payment::Column::Error, error.into())
+        .col_expr(payment::Column::UpdatedAt, Utc::now().into())
+        .filter(payment::Column::CallId.eq(call_id))
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
+/// After a failed settlement the request bought nothing: release its scope so that a retry with
+/// a fresh payment can proceed, and mark the call failed.
+pub async fn release_unpaid(
+    db: &DatabaseConnection,
+    scope: &str,
+    call_id: Uuid,
+    reason: &str,
+) -> Result<(), DbErr> {
+    let txn = db.begin().await?;
+    idempotency::Entity::delete_many()
+        .filter(idempotency::Column::Scope.eq(scope.to_owned()))
+        .filter(idempotency::Column::CallId.eq(call_id))
+        .exec(&txn)
+        .await?;
+    call::Entity::update_many()
+        .col_expr(call::Column::Status, status::FAILED.into())
+        .col_expr(
+            call::Column::Error,
+            Some(format!("settlement_failed:{reason}")).into(),
+        )
+        .col_expr(call::Column::UpdatedAt, Utc::now().into())
+        .filter(call::Column::Id.eq(call_id))
+        .exec(&txn)
+        .await?;
+    txn.commit().await
+}
+
+pub async fn payment_for(
+    db: &DatabaseConnection,
+    call_id: Uuid,
+) -> Result<Option<payment::Model>, DbErr> {
+    payment::Entity::find()
+        .filter(payment::Column::CallId.eq(call_id))
+        .one(db)
+        .await
+}
+
+/// A failed call's identical retry: back to pending, exactly once among concurrent retries.
+pub async fn reopen_failed(db: &DatabaseConnection, call_id: Uuid) -> Result<bool, DbErr> {
+    let res = call::Entity::update_many()
+        .col_expr(call::Column::Status, status::PENDING.into())
+        .col_expr(
+            call::Column::Runs,
+            sea_orm::sea_query::Expr::col(call::Column::Runs).add(1),
+        )
+        .col_expr(call::Column::UpdatedAt, Utc::now().into())
+        .filter(call::Column::Id.eq(call_id))
+        .filter(call::Column::Status.eq(status::FAILED))
+        .exec(db)
+        .await?;
+    Ok(res.rows_affected == 1)
+}

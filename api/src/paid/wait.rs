@@ -1,0 +1,59 @@
+//! Waiting for a call's outcome: woken by the completion notifier, with a slow database re-check
+//! as the backstop (pub/sub is at-most-once), bounded by the call deadline.
+
+use grove_common::{
+    completion::Completions,
+    db::{calls, calls::status},
+};
+use sea_orm::{DatabaseConnection, DbErr};
+use std::time::Duration;
+use tokio::{sync::broadcast::error::RecvError, time::Instant};
+use uuid::Uuid;
+
+pub enum Outcome {
+    Completed,
+    Failed(String),
+    TimedOut,
+}
+
+const RECHECK: Duration = Duration::from_secs(1);
+
+async fn final_state(db: &DatabaseConnection, call_id: Uuid) -> Result<Option<Outcome>, DbErr> {
+    Ok(match calls::load(db, call_id).await? {
+        Some(c) if c.status == status::COMPLETED => Some(Outcome::Completed),
+        Some(c) if c.status == status::FAILED => Some(Outcome::Failed(c.error.unwrap_or_default())),
+        Some(_) => None,
+        None => Some(Outcome::Failed("call record missing".into())),
+    })
+}
+
+pub async fn until_final(
+    db: &DatabaseConnection,
+    completions: &Completions,
+    call_id: Uuid,
+    deadline: Instant,
+) -> Result<Outcome, DbErr> {
+    // Subscribe before the first look, so a completion between the look and the wait is not missed.
+    let mut rx = completions.subscribe();
+    if let Some(done) = final_state(db, call_id).await? {
+        return Ok(done);
+    }
+    let mut recheck = Instant::now() + RECHECK;
+    loop {
+        tokio::select! {
+            msg = rx.recv() => match msg {
+                Ok(id) if id == call_id => {}
+                Ok(_) => continue,
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => tokio::time::sleep_until(recheck.min(deadline)).await,
+            },
+            _ = tokio::time::sleep_until(recheck) => recheck = Instant::now() + RECHECK,
+            _ = tokio::time::sleep_until(deadline) => {
+                return Ok(final_state(db, call_id).await?.unwrap_or(Outcome::TimedOut));
+            }
+        }
+        if let Some(done) = final_state(db, call_id).await? {
+            return Ok(done);
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! Documents rendered once at start-up: they depend only on the catalog, the schemas and the
+//! configuration, so the free endpoints serve bytes without re-serialising on every request.
+
+pub mod catalog;
+pub mod openapi;
+pub mod pages;
+
+use axum::body::Bytes;
+use grove_common::{
+    catalog::{COACHES, Coach, Mode},
+    config::Config,
+    sandbox::{self, SandboxError},
+    schema::SchemaRegistry,
+};
+use std::collections::HashMap;
+
+pub struct Published {
+    pub agents_catalog: Bytes,
+    pub actions_catalog: Bytes,
+    pub openapi: Bytes,
+    pub well_known: Bytes,
+    pub agents_guide: String,
+    pub actions_guide: String,
+    pub skill: String,
+    coaching_samples: HashMap<(&'static str, &'static str), Bytes>,
+    pub action_sample: Bytes,
+}
+
+fn bytes(value: &serde_json::Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(value).unwrap_or_default())
+}
+
+impl Published {
+    pub fn render(config: &Config, schemas: &SchemaRegistry) -> Result<Self, SandboxError> {
+        let mut coaching_samples = HashMap::new();
+        for coach in COACHES.iter() {
+            for (mode, _) in coach.offered_modes() {
+                let sample = sandbox::coaching_sample(coach, mode)?;
+                coaching_samples.insert((coach.id, mode.id), bytes(&sample));
+            }
+        }
+        Ok(Self {
+            agents_catalog: bytes(&catalog::agents(config)),
+            actions_catalog: bytes(&catalog::actions(config)),
+            openapi: bytes(&openapi::document(config, schemas)),
+            well_known: bytes(&catalog::well_known(config)),
+            agents_guide: pages::agents_guide(config),
+            actions_guide: pages::actions_guide(config),
+            skill: pages::skill(config),
+            coaching_samples,
+            action_sample: bytes(&sandbox::review_request_sample()?),
+        })
+    }
+
+    /// The sandbox envelope for a coach and one of its modes.
+    pub fn coaching_sample(&self, coach: &Coach, mode: &Mode) -> Option<Bytes> {
+        self.coaching_samples.get(&(coach.id, mode.id)).cloned()
+    }
+}

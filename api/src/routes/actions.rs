@@ -1,0 +1,80 @@
+//! `POST /api/v1/actions/{slug}/call`: the review request. Validate, refuse what must not be
+//! sent (before any 402), then sandbox, or the paid flow.
+
+use crate::{
+    error::ApiError,
+    extract::{self, IdempotencyKey},
+    paid::{self, Purchase, idempotency::Kind},
+    review,
+    state::AppState,
+    validate,
+    x402::challenge::Offer,
+};
+use axum::{
+    Router,
+    extract::{Path, Request, State},
+    http::header,
+    response::{IntoResponse, Response},
+    routing::post,
+};
+use grove_common::catalog::REVIEW_REQUEST;
+use serde_json::json;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/v1/actions/{slug}/call", post(call))
+}
+
+async fn call(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    if slug != REVIEW_REQUEST.slug {
+        return Err(ApiError::NotFound);
+    }
+    let (parts, body) = request.into_parts();
+    let key = IdempotencyKey::from_headers(&parts.headers)?;
+    let body = extract::json_body(&parts.headers, body).await?;
+    // A consent the schema already rejects (say, an unknown method) is still a consent problem.
+    validate::action_request(&state.schemas, &body).map_err(|e| match e {
+        ApiError::Validation(v) if v.iter().any(|x| x.path.starts_with("/consent")) => {
+            ApiError::ConsentInvalid(v)
+        }
+        other => other,
+    })?;
+    if extract::wants_sandbox(&parts.headers, &parts.uri, &state.sandbox_header) {
+        return Ok((
+            [(header::CONTENT_TYPE, "application/json")],
+            state.published.action_sample.clone(),
+        )
+            .into_response());
+    }
+    review::pre_payment_checks(
+        &state.db,
+        &body,
+        state.clock.now(),
+        &state.config.public_base_url,
+    )
+    .await?;
+    let offer = Offer {
+        path: REVIEW_REQUEST.call_path(),
+        description: format!("{} ({})", REVIEW_REQUEST.name, REVIEW_REQUEST.price),
+        price: REVIEW_REQUEST.price,
+        request_schema: state.schemas.action().request.json(),
+        request_schema_path: REVIEW_REQUEST.request_schema_path(),
+        response_schema_path: REVIEW_REQUEST.response_schema_path(),
+        example_body: json!({
+            "business": {"name": "Harbor Physio", "review_url": "https://example.com/review", "timezone": "America/New_York"},
+            "customer": {"phone": "+13055550142", "first_name": "Dana"},
+            "consent": {"method": "web_form_checkbox", "captured_at": "2026-10-02T15:04:05-04:00", "source": "intake form"},
+        }),
+    };
+    let purchase = Purchase {
+        kind: Kind::ReviewRequest,
+        agent: None,
+        mode: None,
+        body: &body,
+        offer,
+    };
+    paid::serve(&state, &parts.headers, key, purchase).await
+}

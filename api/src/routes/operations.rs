@@ -1,0 +1,48 @@
+//! Liveness, readiness (database and queue) and Prometheus metrics.
+
+use crate::state::AppState;
+use axum::{
+    Json, Router,
+    extract::State,
+    http::{StatusCode, header},
+    response::IntoResponse,
+    routing::get,
+};
+use serde_json::json;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
+        .route("/readyz", get(ready))
+        .route("/metrics", get(metrics))
+}
+
+async fn ready(State(state): State<AppState>) -> impl IntoResponse {
+    let db = state.db.ping().await.map_err(|e| e.to_string());
+    let queue = state.queue.ping().await.map_err(|e| e.to_string());
+    let ok = db.is_ok() && queue.is_ok();
+    let check = |r: &Result<(), String>| match r {
+        Ok(()) => json!("ok"),
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness check failed");
+            json!("unavailable")
+        }
+    };
+    let body = json!({"status": if ok { "ready" } else { "not_ready" }, "checks": {"database": check(&db), "queue": check(&queue)}});
+    (
+        if ok {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        },
+        Json(body),
+    )
+}
+
+async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    let depth = state.queue.depth().await;
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.metrics.render(depth),
+    )
+}

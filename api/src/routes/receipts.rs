@@ -1,0 +1,83 @@
+//! `GET /api/v1/receipts/{id}` (CONTRACT 6): the stored result of a paid call.
+
+use crate::{error::ApiError, state::AppState};
+use axum::{
+    Json, Router,
+    extract::{Path, State},
+    routing::get,
+};
+use chrono::{SecondsFormat, Utc};
+use grove_common::{
+    catalog,
+    db::{
+        calls,
+        entities::{payment, receipt},
+    },
+    money::UsdcAmount,
+};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use serde_json::{Value, json};
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/v1/receipts/{id}", get(show))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let internal = |e: sea_orm::DbErr| ApiError::Internal(e.to_string());
+    // Ids are 32 hex characters; anything else cannot exist, so skip the lookup.
+    if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ApiError::NotFound);
+    }
+    let Some(rec) = receipt::Entity::find_by_id(id.clone())
+        .one(&state.db)
+        .await
+        .map_err(internal)?
+    else {
+        return Err(ApiError::NotFound);
+    };
+    if rec.expires_at < Utc::now() {
+        return Err(ApiError::NotFound);
+    }
+    let call = calls::load(&state.db, rec.call_id)
+        .await
+        .map_err(internal)?
+        .ok_or(ApiError::NotFound)?;
+    let pay = payment::Entity::find()
+        .filter(payment::Column::CallId.eq(rec.call_id))
+        .one(&state.db)
+        .await
+        .map_err(internal)?;
+    let result = calls::load_result(&state.db, rec.call_id)
+        .await
+        .map_err(internal)?
+        .map(|r| r.body);
+    let status = match call.status.as_str() {
+        calls::status::COMPLETED => "completed",
+        calls::status::FAILED => "failed",
+        _ => "pending",
+    };
+    let amount = pay
+        .as_ref()
+        .and_then(|p| p.amount.parse::<u64>().ok())
+        .map(UsdcAmount::from_atomic)
+        .or_else(|| {
+            call.mode
+                .as_deref()
+                .and_then(catalog::mode)
+                .map(|m| m.price())
+        });
+    Ok(Json(json!({
+        "id": rec.id,
+        "kind": rec.kind,
+        "status": status,
+        "created_at": rec.created_at.to_rfc3339_opts(SecondsFormat::Secs, true),
+        "payer": call.payer,
+        "amount_usd": amount.map(|a| a.decimal_usd()),
+        "network": pay.as_ref().map(|p| p.network.clone()),
+        "transaction": pay.and_then(|p| p.transaction).filter(|t| !t.is_empty()),
+        "result": result,
+    })))
+}

@@ -1,0 +1,227 @@
+//! Twilio webhooks: delivery reports and inbound messages. Each verifies `X-Twilio-Signature`
+//! against the configured public URL (never the request's Host), in constant time, and answers
+//! 403 without touching anything when it does not match.
+
+use crate::{error::ApiError, state::AppState};
+use axum::{
+    Router,
+    body::Bytes,
+    extract::State,
+    http::{HeaderMap, Uri, header},
+    response::{IntoResponse, Response},
+    routing::post,
+};
+use grove_common::{
+    db::reviews::{self, message_kind, status},
+    jobs::{ReviewJob, ReviewStep},
+    review::keywords::{Keyword, classify},
+    twilio,
+};
+use serde_json::json;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/webhooks/sms/status", post(status_callback))
+        .route("/webhooks/sms/inbound", post(inbound))
+}
+
+fn internal(e: sea_orm::DbErr) -> ApiError {
+    ApiError::Internal(e.to_string())
+}
+
+/// Parses and authenticates a Twilio form post.
+fn verified(
+    state: &AppState,
+    headers: &HeaderMap,
+    uri: &Uri,
+    body: &Bytes,
+) -> Result<Vec<(String, String)>, ApiError> {
+    let Some(token) = state
+        .config
+        .twilio
+        .as_ref()
+        .map(|t| t.auth_token.expose().to_owned())
+    else {
+        // The outbox sends nothing, so nothing can legitimately report on it.
+        return Err(ApiError::Forbidden);
+    };
+    let params: Vec<(String, String)> =
+        serde_urlencoded::from_bytes(body).map_err(|_| ApiError::Forbidden)?;
+    let signature = headers
+        .get("x-twilio-signature")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let mut url = state.config.absolute(uri.path());
+    if let Some(q) = uri.query() {
+        url.push('?');
+        url.push_str(q);
+    }
+    if signature.is_empty() || !twilio::verify(&token, &url, &params, signature) {
+        tracing::warn!(path = uri.path(), "webhook signature mismatch");
+        return Err(ApiError::Forbidden);
+    }
+    Ok(params)
+}
+
+fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    params
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+fn twiml() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/xml")],
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response></Response>",
+    )
+        .into_response()
+}
+
+/// Delivery reports only move a message (and its request) forward; duplicates and late reports
+/// change nothing.
+async fn status_callback(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let params = verified(&state, &headers, &uri, &body)?;
+    let (Some(sid), Some(new_status)) = (
+        param(&params, "MessageSid"),
+        param(&params, "MessageStatus"),
+    ) else {
+        return Ok(twiml());
+    };
+    let error_code = param(&params, "ErrorCode").and_then(|c| c.parse::<i32>().ok());
+    let now = state.clock.now();
+    let Some(msg) = reviews::message_by_provider_id(&state.db, sid)
+        .await
+        .map_err(internal)?
+    else {
+        return Ok(twiml());
+    };
+    let Some(msg) = reviews::message_status(&state.db, &msg, new_status, None, error_code, now)
+        .await
+        .map_err(internal)?
+    else {
+        return Ok(twiml());
+    };
+    let Some(req) = reviews::load(&state.db, &msg.request_id)
+        .await
+        .map_err(internal)?
+    else {
+        return Ok(twiml());
+    };
+    let detail =
+        json!({"message": msg.id, "provider_status": new_status, "error_code": error_code});
+    let initial = msg.kind == message_kind::INITIAL;
+    match new_status {
+        "sent" if initial => {
+            reviews::advance(&state.db, &req.id, status::SENT, detail, now)
+                .await
+                .map_err(internal)?;
+        }
+        "delivered" if initial => {
+            if reviews::advance(&state.db, &req.id, status::DELIVERED, detail, now)
+                .await
+                .map_err(internal)?
+                && let Some(req) = reviews::load(&state.db, &req.id).await.map_err(internal)?
+                && let Some(due) = reviews::on_initial_delivered(&state.db, &req, now, now)
+                    .await
+                    .map_err(internal)?
+            {
+                // The fast path: a delayed job (Redis); the sweeper catches it otherwise.
+                let delay = (due - now).to_std().unwrap_or_default();
+                let job = ReviewJob {
+                    review_id: req.id.clone(),
+                    step: ReviewStep::FollowUp,
+                    request_id: crate::request_id::current(),
+                };
+                if let Err(e) = state.queue.push_review(job, Some(delay)).await {
+                    tracing::warn!(error = %e, "could not schedule the follow-up job; the sweeper will");
+                }
+            }
+        }
+        "delivered" => {
+            reviews::advance(&state.db, &req.id, status::COMPLETED, detail, now)
+                .await
+                .map_err(internal)?;
+        }
+        "undelivered" | "failed" => {
+            if error_code == Some(21610) {
+                reviews::set_suppression(&state.db, &req.phone, true, "provider_21610", now)
+                    .await
+                    .map_err(internal)?;
+                reviews::advance(&state.db, &req.id, status::OPTED_OUT, detail, now)
+                    .await
+                    .map_err(internal)?;
+            } else {
+                let to = if initial {
+                    status::FAILED
+                } else {
+                    status::COMPLETED
+                };
+                reviews::advance(&state.db, &req.id, to, detail, now)
+                    .await
+                    .map_err(internal)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(twiml())
+}
+
+/// STOP and friends suppress the phone and end its pending requests; START lifts the
+/// suppression for future requests; HELP is recorded.
+async fn inbound(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let params = verified(&state, &headers, &uri, &body)?;
+    let (Some(from), Some(text)) = (param(&params, "From"), param(&params, "Body")) else {
+        return Ok(twiml());
+    };
+    let now = state.clock.now();
+    match classify(text) {
+        Keyword::OptOut => {
+            reviews::set_suppression(&state.db, from, true, "stop_keyword", now)
+                .await
+                .map_err(internal)?;
+            for req in reviews::open_for_phone(&state.db, from)
+                .await
+                .map_err(internal)?
+            {
+                reviews::advance(
+                    &state.db,
+                    &req.id,
+                    status::OPTED_OUT,
+                    json!({"keyword": text.trim().to_uppercase()}),
+                    now,
+                )
+                .await
+                .map_err(internal)?;
+            }
+            tracing::info!("recipient opted out by keyword");
+        }
+        Keyword::OptIn => {
+            reviews::set_suppression(&state.db, from, false, "start_keyword", now)
+                .await
+                .map_err(internal)?;
+        }
+        Keyword::Help => {
+            for req in reviews::open_for_phone(&state.db, from)
+                .await
+                .map_err(internal)?
+            {
+                reviews::event(&state.db, &req.id, "help_requested", json!({}), now)
+                    .await
+                    .map_err(internal)?;
+            }
+        }
+        Keyword::Other => {}
+    }
+    Ok(twiml())
+}

@@ -1,0 +1,176 @@
+//! Builds the 402 challenge (CONTRACT 3): the v2 `PaymentRequired` in the `PAYMENT-REQUIRED`
+//! header (base64, standard alphabet, padded) and the v1 `PaymentRequirementsResponse` as body.
+
+use axum::{
+    Json,
+    http::{HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+};
+use base64::{Engine, engine::general_purpose::STANDARD};
+use grove_common::{
+    config::Config,
+    money::UsdcAmount,
+    x402::{
+        self, PaymentRequiredV2, PaymentRequirementsResponseV1, PaymentRequirementsV1,
+        PaymentRequirementsV2, ResourceInfo,
+    },
+};
+use serde_json::{Value, json};
+
+/// What is being sold on one paid route, as the 402 describes it.
+pub struct Offer<'a> {
+    pub path: String,
+    pub description: String,
+    pub price: UsdcAmount,
+    /// Published request schema (v1 `outputSchema.input.bodyFields` takes its properties).
+    pub request_schema: &'a Value,
+    pub request_schema_path: String,
+    pub response_schema_path: String,
+    /// A minimal valid body, shown to discovery indexers.
+    pub example_body: Value,
+}
+
+/// A rendered challenge: ready to send as a 402.
+#[derive(Debug)]
+pub struct Challenge {
+    pub error: String,
+    pub header: String,
+    pub body: PaymentRequirementsResponseV1,
+    /// The v2 requirements we offered (what a facilitator settles a v2 payment against).
+    pub v2: PaymentRequiredV2,
+}
+
+impl Challenge {
+    /// The single requirements entry offered, in the payment's protocol version, as the
+    /// facilitator's `paymentRequirements`.
+    pub fn requirements_for(&self, x402_version: u8) -> Value {
+        match (self.v2.accepts.first(), self.body.accepts.first()) {
+            (Some(v2), Some(v1)) => super::facilitator::requirements_for(x402_version, v2, v1),
+            _ => Value::Null,
+        }
+    }
+}
+
+/// Error codes of the 402 `error` field (CONTRACT 5).
+pub mod codes {
+    pub const PAYMENT_REQUIRED: &str = "payment_required";
+    pub const PAYMENT_ALREADY_USED: &str = "payment_already_used";
+    pub fn payment_invalid(reason: &str) -> String {
+        format!("payment_invalid:{reason}")
+    }
+    pub fn settlement_failed(reason: &str) -> String {
+        format!("settlement_failed:{reason}")
+    }
+}
+
+/// The challenge for `offer`, paying `pay_to`, with `error` as its code.
+pub fn build(config: &Config, pay_to: &str, offer: &Offer<'_>, error: &str) -> Challenge {
+    let url = config.absolute(&offer.path);
+    let mut description = offer.description.clone();
+    if config.settles_locally() {
+        // CONTRACT 3: the development default says so in the resource description.
+        description.push_str(" [development: payments are verified locally and not settled]");
+    }
+    let extra = json!({"name": x402::USDC_DOMAIN_NAME, "version": x402::USDC_DOMAIN_VERSION});
+    let amount = offer.price.atomic_string();
+
+    let v2 = PaymentRequiredV2 {
+        x402_version: 2,
+        error: error.to_owned(),
+        resource: ResourceInfo {
+            url: url.clone(),
+            description: description.clone(),
+            mime_type: "application/json".into(),
+        },
+        accepts: vec![PaymentRequirementsV2 {
+            scheme: x402::SCHEME_EXACT.into(),
+            network: x402::NETWORK_V2.into(),
+            amount: amount.clone(),
+            asset: x402::USDC_ADDRESS.into(),
+            pay_to: pay_to.to_owned(),
+            max_timeout_seconds: x402::MAX_TIMEOUT_SECONDS,
+            extra: extra.clone(),
+        }],
+        extensions: json!({ "bazaar": bazaar(config, offer) }),
+    };
+    let v1 = PaymentRequirementsResponseV1 {
+        x402_version: 1,
+        error: error.to_owned(),
+        accepts: vec![PaymentRequirementsV1 {
+            scheme: x402::SCHEME_EXACT.into(),
+            network: x402::NETWORK_V1.into(),
+            max_amount_required: amount,
+            resource: url,
+            description,
+            mime_type: "application/json".into(),
+            pay_to: pay_to.to_owned(),
+            max_timeout_seconds: x402::MAX_TIMEOUT_SECONDS,
+            asset: x402::USDC_ADDRESS.into(),
+            extra,
+            output_schema: json!({
+                "input": {
+                    "type": "http",
+                    "method": "POST",
+                    "discoverable": true,
+                    "bodyType": "json",
+                    "bodyFields": offer.request_schema.get("properties").cloned().unwrap_or(Value::Null),
+                },
+                "output": { "$ref": config.absolute(&offer.response_schema_path) },
+            }),
+        }],
+    };
+    // Serialising these plain structs cannot fail; fall back to an empty header rather than panic.
+    let header = STANDARD.encode(serde_json::to_vec(&v2).unwrap_or_default());
+    Challenge {
+        error: error.to_owned(),
+        header,
+        body: v1,
+        v2,
+    }
+}
+
+/// The v2 bazaar discovery extension: `info` describes the call; `schema` validates `info`.
+/// Schemas are referenced by URL, not inlined, to keep the header small for proxies.
+fn bazaar(config: &Config, offer: &Offer<'_>) -> Value {
+    json!({
+        "info": {
+            "input": {
+                "type": "http",
+                "method": "POST",
+                "bodyType": "json",
+                "body": offer.example_body,
+            },
+            "output": { "type": "json" },
+        },
+        "schema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "required": ["input"],
+            "properties": {
+                "input": {
+                    "type": "object",
+                    "required": ["type", "method", "bodyType", "body"],
+                    "properties": {
+                        "type": {"const": "http"},
+                        "method": {"const": "POST"},
+                        "bodyType": {"const": "json"},
+                        "body": {"$ref": config.absolute(&offer.request_schema_path)},
+                    },
+                },
+                "output": {"type": "object"},
+            },
+        },
+    })
+}
+
+impl IntoResponse for Challenge {
+    fn into_response(self) -> Response {
+        let mut response = (StatusCode::PAYMENT_REQUIRED, Json(self.body)).into_response();
+        if let Ok(value) = HeaderValue::from_str(&self.header) {
+            response
+                .headers_mut()
+                .insert(x402::headers::PAYMENT_REQUIRED, value);
+        }
+        response
+    }
+}

@@ -1,0 +1,8 @@
+//! The x402 gate: the challenge (both encodings), local verification of a payment header, and
+//! settlement through a facilitator.
+
+pub mod challenge;
+mod eip3009;
+pub mod facilitator;
+pub mod payment;
+mod payment_header;
