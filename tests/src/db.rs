@@ -1,0 +1,104 @@
+//! A fresh database per test: a SQLite file, or a new PostgreSQL database when
+//! `GROVE_TEST_DB=postgres` (the test script runs the suite once with each).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub const DEFAULT_PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+pub struct TestDb {
+    pub url: String,
+    cleanup: Cleanup,
+}
+
+enum Cleanup {
+    File(std::path::PathBuf),
+    Postgres { admin_url: String, name: String },
+}
+
+fn unique_name() -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "grove_t_{}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        rand::random::<u32>()
+    )
+}
+
+pub fn backend() -> String {
+    std::env::var("GROVE_TEST_DB").unwrap_or_else(|_| "sqlite".into())
+}
+
+impl TestDb {
+    /// A database on the backend `GROVE_TEST_DB` names.
+    pub async fn new() -> Self {
+        Self::on(&backend()).await
+    }
+
+    /// A database on `backend` (`sqlite` or `postgres`).
+    pub async fn on(backend: &str) -> Self {
+        let name = unique_name();
+        if backend == "postgres" {
+            let admin_url =
+                std::env::var("TEST_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_PG_ADMIN_URL.into());
+            let admin = grove_common::db::connect_url(&admin_url)
+                .await
+                .expect("PostgreSQL is reachable (scripts/services starts it)");
+            use sea_orm::ConnectionTrait;
+            admin
+                .execute_unprepared(&format!("CREATE DATABASE {name}"))
+                .await
+                .expect("create test database");
+            let _ = admin.close().await;
+            let base = admin_url
+                .rsplit_once('/')
+                .map(|(b, _)| b)
+                .unwrap_or(&admin_url);
+            Self {
+                url: format!("{base}/{name}"),
+                cleanup: Cleanup::Postgres { admin_url, name },
+            }
+        } else {
+            let path = std::env::temp_dir().join(format!("{name}.db"));
+            Self {
+                url: format!("sqlite://{}?mode=rwc", path.display()),
+                cleanup: Cleanup::File(path),
+            }
+        }
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        match &self.cleanup {
+            Cleanup::File(path) => {
+                for suffix in ["", "-wal", "-shm"] {
+                    let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+                }
+            }
+            Cleanup::Postgres { admin_url, name } => {
+                // Drop runs outside any runtime guarantee; use a private one on a thread.
+                let (admin_url, name) = (admin_url.clone(), name.clone());
+                let _ = std::thread::spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build();
+                    if let Ok(rt) = rt {
+                        rt.block_on(async {
+                            if let Ok(admin) = grove_common::db::connect_url(&admin_url).await {
+                                use sea_orm::ConnectionTrait;
+                                let _ = admin
+                                    .execute_unprepared(&format!(
+                                        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                                    ))
+                                    .await;
+                                let _ = admin.close().await;
+                            }
+                        });
+                    }
+                })
+                .join();
+            }
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! A fake x402 facilitator on 127.0.0.1:0 speaking the real `POST /settle` wire format, scripted
+//! per test, recording every request and counting calls (tests assert exactly how often money
+//! would have moved).
+
+use axum::{
+    Json, Router,
+    body::Bytes,
+    extract::State,
+    http::{HeaderMap, StatusCode, header::AUTHORIZATION},
+    response::{IntoResponse, Response},
+    routing::post,
+};
+use serde_json::{Value, json};
+use std::{
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+use tokio::{net::TcpListener, sync::oneshot};
+
+/// How the next `/settle` calls are answered.
+#[derive(Clone, Debug, Default)]
+pub enum SettleScript {
+    /// 200 `{success:true, transaction:"0x…", network, payer}`.
+    #[default]
+    Success,
+    /// 200 `{success:false, errorReason}` (TypeScript facilitators refuse this way).
+    RefuseWith200(&'static str),
+    /// 400 `{success:false, errorReason, errorMessage, transaction:"", network:"", payer:""}`
+    /// (x402-rs refuses this way).
+    RefuseWith400(&'static str),
+    /// 412 `{success:false, errorReason:"permit2_allowance_required", …}`.
+    PreconditionFailed,
+    /// Sleeps this long, then succeeds: longer than the client timeout, it is a timeout.
+    Slow(Duration),
+    /// 500 with a plain-text body.
+    ServerError,
+    /// 200 with a body that is not a settle response.
+    NotJson,
+}
+
+#[derive(Default)]
+struct Inner {
+    script: Mutex<SettleScript>,
+    expected_auth: Mutex<Option<String>>,
+    requests: Mutex<Vec<Value>>,
+    auth_seen: Mutex<Vec<Option<String>>>,
+    calls: AtomicUsize,
+}
+
+/// Reads a lock even after a panicking test thread poisoned it: the data is still what we want.
+fn read<T: Clone>(m: &Mutex<T>) -> T {
+    m.lock().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+fn write<T>(m: &Mutex<T>, f: impl FnOnce(&mut T)) {
+    f(&mut m.lock().unwrap_or_else(PoisonError::into_inner));
+}
+
+pub struct FakeFacilitator {
+    url: String,
+    inner: Arc<Inner>,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Drop for FakeFacilitator {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+impl FakeFacilitator {
+    /// Starts a facilitator that settles everything successfully until scripted otherwise.
+    pub async fn start() -> Self {
+        let inner = Arc::new(Inner::default());
+        let app = Router::new()
+            .route("/settle", post(settle))
+            .with_state(inner.clone());
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local address");
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        Self {
+            url: format!("http://{addr}"),
+            inner,
+            stop: Some(stop),
+        }
+    }
+
+    /// The base URL (`X402_FACILITATOR_URL`); the client appends `/settle`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn script(&self, script: SettleScript) {
+        write(&self.inner.script, |s| *s = script);
+    }
+
+    /// From now on, a request without exactly this `Authorization` value gets a 401.
+    pub fn expect_auth(&self, value: &str) {
+        write(&self.inner.expected_auth, |a| *a = Some(value.to_owned()));
+    }
+
+    /// How many `/settle` requests arrived (refused and failed ones included).
+    pub fn settle_calls(&self) -> usize {
+        self.inner.calls.load(Ordering::SeqCst)
+    }
+
+    /// Every request body received, in order (a body that is not JSON is kept as a string).
+    pub fn requests(&self) -> Vec<Value> {
+        read(&self.inner.requests)
+    }
+
+    /// The `Authorization` header of every request, in order.
+    pub fn auth_headers(&self) -> Vec<Option<String>> {
+        read(&self.inner.auth_seen)
+    }
+}
+
+async fn settle(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes) -> Response {
+    let call = inner.calls.fetch_add(1, Ordering::SeqCst) + 1;
+    let request = serde_json::from_slice::<Value>(&body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    let auth = headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    write(&inner.requests, |r| r.push(request.clone()));
+    write(&inner.auth_seen, |a| a.push(auth.clone()));
+
+    if let Some(expected) = read(&inner.expected_auth)
+        && auth.as_deref() != Some(expected.as_str())
+    {
+        return (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"error": "unauthorized"})),
+        )
+            .into_response();
+    }
+
+    let network = request
+        .pointer("/paymentRequirements/network")
+        .cloned()
+        .unwrap_or_else(|| json!("eip155:8453"));
+    let payer = request
+        .pointer("/paymentPayload/payload/authorization/from")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let success = Json(json!({
+        "success": true,
+        // Unique per call, shaped like a transaction hash.
+        "transaction": format!("0x{call:064x}"),
+        "network": network,
+        "payer": payer,
+    }));
+    match read(&inner.script) {
+        SettleScript::Success => success.into_response(),
+        SettleScript::RefuseWith200(reason) => Json(json!({
+            "success": false,
+            "errorReason": reason,
+            "transaction": "",
+            "network": network,
+        }))
+        .into_response(),
+        SettleScript::RefuseWith400(reason) => (
+            StatusCode::BAD_REQUEST,
+            Json(json!({
+                "success": false,
+                "errorReason": reason,
+                "errorMessage": "refused by the fake facilitator",
+                "transaction": "",
+                "network": "",
+                "payer": "",
+            })),
+        )
+            .into_response(),
+        SettleScript::PreconditionFailed => (
+            StatusCode::PRECONDITION_FAILED,
+            Json(json!({
+                "success": false,
+                "errorReason": "permit2_allowance_required",
+                "transaction": "",
+                "network": "",
+            })),
+        )
+            .into_response(),
+        SettleScript::Slow(delay) => {
+            tokio::time::sleep(delay).await;
+            success.into_response()
+        }
+        SettleScript::ServerError => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "upstream RPC failed: ".repeat(50),
+        )
+            .into_response(),
+        SettleScript::NotJson => "<html>a captive portal</html>".into_response(),
+    }
+}

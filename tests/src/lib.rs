@@ -1,0 +1,248 @@
+//! Test harness: starts the real API on 127.0.0.1:0 with a configuration built from a map
+//! (no process-environment races), and gives tests a client and helpers.
+
+pub mod db;
+pub mod facilitator;
+pub mod llm;
+pub mod paid;
+pub mod twilio;
+pub mod x402;
+
+pub use db::TestDb;
+
+use grove_api::Application;
+use grove_common::config::Config;
+use serde_json::Value;
+use std::collections::HashMap;
+use tokio::sync::oneshot;
+
+/// A test wallet that receives payments (any valid address works).
+pub const PAY_TO: &str = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
+pub const BASE_URL: &str = "https://grove.test";
+
+pub struct TestApp {
+    pub addr: String,
+    pub client: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    db: Option<TestDb>,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// The configuration most tests want: payments on (locally verified), a model configured.
+pub fn default_env() -> HashMap<String, String> {
+    [
+        ("BIND_ADDR", "127.0.0.1:0"),
+        ("PUBLIC_BASE_URL", BASE_URL),
+        ("X402_PAY_TO", PAY_TO),
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_BASE_URL", "http://127.0.0.1:9/v1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(&[], &[]).await
+}
+
+/// Starts an app with `set` added to (and `unset` removed from) the default environment.
+pub async fn spawn_app_with(set: &[(&str, &str)], unset: &[&str]) -> TestApp {
+    let mut env = default_env();
+    for (k, v) in set {
+        env.insert((*k).to_owned(), (*v).to_owned());
+    }
+    for k in unset {
+        env.remove(*k);
+    }
+    // Free-surface tests get their own SQLite file too: the app always opens its database.
+    let db = TestDb::new().await;
+    env.insert("DATABASE_URL".into(), db.url.clone());
+    let config = Config::from_map(&env).expect("test configuration is valid");
+    let mut app = start(config).await;
+    app.db = Some(db);
+    app
+}
+
+/// Starts an app from a finished configuration.
+pub async fn start(config: Config) -> TestApp {
+    let app = Application::build(config).await.expect("app starts");
+    TestApp::serve(app)
+}
+
+/// Starts an app that reads time from `clock`.
+pub async fn start_with_clock(
+    config: Config,
+    clock: std::sync::Arc<dyn grove_common::clock::Clock>,
+) -> TestApp {
+    let app = Application::build_with_clock(config, clock)
+        .await
+        .expect("app starts");
+    TestApp::serve(app)
+}
+
+impl TestApp {
+    /// Serves a built application until the handle is dropped.
+    pub fn serve(app: Application) -> Self {
+        let addr = format!("http://{}", app.local_addr());
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(app.run_until(async {
+            let _ = stopped.await;
+        }));
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client");
+        TestApp {
+            addr,
+            client,
+            stop: Some(stop),
+            db: None,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.addr, path)
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("GET reaches the server")
+    }
+
+    pub async fn get_json(&self, path: &str) -> Value {
+        let r = self.get(path).await;
+        assert_eq!(r.status(), 200, "GET {path}");
+        r.json().await.expect("JSON body")
+    }
+
+    /// POSTs a JSON body with extra headers.
+    pub async fn post_json(
+        &self,
+        path: &str,
+        body: &Value,
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let mut req = self
+            .client
+            .post(self.url(path))
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.send().await.expect("POST reaches the server")
+    }
+
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        content_type: Option<&str>,
+        body: Vec<u8>,
+    ) -> reqwest::Response {
+        let mut req = self.client.post(self.url(path)).body(body);
+        if let Some(ct) = content_type {
+            req = req.header("content-type", ct);
+        }
+        req.send().await.expect("POST reaches the server")
+    }
+}
+
+/// A valid coaching body for `mode`.
+pub fn coaching_body(mode: &str) -> Value {
+    serde_json::json!({
+        "mode": mode,
+        "messages": [{"role": "user", "content": "We are a 5-person bookkeeping firm with 30 leads a month. What should we fix first?"}],
+        "context": {"company": {"what_they_sell": "monthly bookkeeping", "stage": "early_revenue"}, "metrics": {"leads_per_month": 30}},
+    })
+}
+
+/// A valid review-request body.
+pub fn action_body() -> Value {
+    serde_json::json!({
+        "business": {"name": "Harbor Physio", "review_url": "https://example.com/review", "timezone": "America/New_York"},
+        "customer": {"phone": "+13055550142", "first_name": "Dana"},
+        "consent": {"method": "web_form_checkbox", "captured_at": "2026-10-02T15:04:05-04:00", "source": "intake form checkbox"},
+    })
+}
+
+/// Sets the value at a JSON pointer, creating objects on the way.
+pub fn set_pointer(doc: &mut Value, pointer: &str, value: Value) {
+    let mut cur = doc;
+    let parts: Vec<&str> = pointer.trim_start_matches('/').split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let last = i == parts.len() - 1;
+        if let Ok(idx) = part.parse::<usize>()
+            && cur.is_array()
+        {
+            let arr = cur.as_array_mut().expect("array");
+            while arr.len() <= idx {
+                arr.push(Value::Object(Default::default()));
+            }
+            if last {
+                arr[idx] = value;
+                return;
+            }
+            cur = &mut arr[idx];
+            continue;
+        }
+        if !cur.is_object() {
+            *cur = Value::Object(Default::default());
+        }
+        let obj = cur.as_object_mut().expect("object");
+        if last {
+            obj.insert((*part).to_owned(), value);
+            return;
+        }
+        cur = obj
+            .entry((*part).to_owned())
+            .or_insert_with(|| Value::Object(Default::default()));
+    }
+}
+
+/// Removes the value at a JSON pointer.
+pub fn remove_pointer(doc: &mut Value, pointer: &str) {
+    let (parent, key) = pointer.rsplit_once('/').expect("pointer has a parent");
+    let target = if parent.is_empty() {
+        Some(doc)
+    } else {
+        doc.pointer_mut(parent)
+    };
+    if let Some(t) = target {
+        if let Some(obj) = t.as_object_mut() {
+            obj.remove(key);
+        } else if let (Some(arr), Ok(i)) = (t.as_array_mut(), key.parse::<usize>()) {
+            arr.remove(i);
+        }
+    }
+}
+
+/// The error body's detail paths.
+pub fn detail_paths(body: &Value) -> Vec<String> {
+    body["error"]["details"]
+        .as_array()
+        .map(|d| {
+            d.iter()
+                .filter_map(|x| x["path"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Compiles a published schema the way a client would.
+pub fn compile(schema: &Value) -> jsonschema::Validator {
+    jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(schema)
+        .expect("published schema compiles")
+}

@@ -1,0 +1,245 @@
+//! A paid-call test rig: the API on port 0 over a fresh database, a loopback model, a loopback
+//! facilitator, a wallet that signs real EIP-3009 authorizations, and either the embedded
+//! worker or Redis with in-process worker(s).
+
+use crate::{
+    TestApp, TestDb, default_env,
+    facilitator::FakeFacilitator,
+    llm::FakeLlm,
+    twilio::{self as twilio_fake, FakeTwilio},
+    x402::{PayOptions, TestWallet},
+};
+use grove_common::{
+    clock::{Clock, ManualClock},
+    completion::Completions,
+    config::Config,
+    db,
+    queue::{self, JobQueue},
+    schema::SchemaRegistry,
+};
+use serde_json::Value;
+use std::{collections::HashMap, sync::Arc};
+use tokio::sync::watch;
+
+pub const REDIS_URL: &str = "redis://127.0.0.1:6379";
+pub use crate::twilio::AUTH_TOKEN as TWILIO_TOKEN;
+
+#[derive(Clone)]
+pub struct Options {
+    /// Run jobs through Redis with this many in-process workers (0: embedded worker).
+    pub redis_workers: usize,
+    pub provider: &'static str,
+    pub deadline_s: u64,
+    /// Use the HTTP facilitator client against the fake (otherwise local verification).
+    pub facilitator: bool,
+    /// Send SMS through the loopback Twilio (otherwise the outbox).
+    pub twilio: bool,
+    /// Start the clock here (quiet hours and follow-ups read it); None: now.
+    pub clock_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub extra_env: Vec<(String, String)>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            redis_workers: 0,
+            provider: "openai",
+            deadline_s: 20,
+            facilitator: true,
+            twilio: false,
+            clock_at: None,
+            extra_env: vec![],
+        }
+    }
+}
+
+pub struct PaidApp {
+    pub app: TestApp,
+    pub clock: ManualClock,
+    pub twilio: FakeTwilio,
+    pub llm: FakeLlm,
+    pub facilitator: FakeFacilitator,
+    pub wallet: TestWallet,
+    pub env: HashMap<String, String>,
+    stop_workers: watch::Sender<bool>,
+    pub db: TestDb,
+}
+
+impl Drop for PaidApp {
+    fn drop(&mut self) {
+        let _ = self.stop_workers.send(true);
+    }
+}
+
+pub fn namespace() -> String {
+    format!("gt{}", rand::random::<u64>())
+}
+
+pub async fn spawn_paid(opts: Options) -> PaidApp {
+    let db = TestDb::new().await;
+    let llm = FakeLlm::start().await;
+    let facilitator = FakeFacilitator::start().await;
+    let twilio = FakeTwilio::start().await;
+    let clock = ManualClock::new(opts.clock_at.unwrap_or_else(chrono::Utc::now));
+    let mut env = default_env();
+    env.insert("DATABASE_URL".into(), db.url.clone());
+    env.insert("LLM_PROVIDER".into(), opts.provider.into());
+    if opts.provider == "anthropic" {
+        env.insert("LLM_BASE_URL".into(), llm.anthropic_base());
+        env.insert("LLM_API_KEY".into(), "test-key-anthropic".into());
+    } else {
+        env.insert("LLM_BASE_URL".into(), llm.openai_base());
+    }
+    env.insert("CALL_DEADLINE_S".into(), opts.deadline_s.to_string());
+    env.insert("SWEEP_INTERVAL_S".into(), "1".into());
+    if opts.facilitator {
+        env.insert("X402_FACILITATOR_URL".into(), facilitator.url().to_owned());
+    }
+    if opts.twilio {
+        env.insert("SMS_PROVIDER".into(), "twilio".into());
+        env.insert("TWILIO_ACCOUNT_SID".into(), twilio_fake::ACCOUNT_SID.into());
+        env.insert("TWILIO_AUTH_TOKEN".into(), twilio_fake::AUTH_TOKEN.into());
+        env.insert("TWILIO_FROM".into(), twilio_fake::FROM.into());
+        env.insert("TWILIO_BASE_URL".into(), twilio.url().to_owned());
+    }
+    if opts.redis_workers > 0 {
+        env.insert("REDIS_URL".into(), REDIS_URL.into());
+        env.insert("QUEUE_NAMESPACE".into(), namespace());
+    }
+    for (k, v) in &opts.extra_env {
+        env.insert(k.clone(), v.clone());
+    }
+    let config = Config::from_map(&env).expect("test configuration");
+    let (stop_workers, stopped) = watch::channel(false);
+    for _ in 0..opts.redis_workers {
+        spawn_redis_worker(config.clone(), stopped.clone(), Arc::new(clock.clone())).await;
+    }
+    let app = crate::start_with_clock(config, Arc::new(clock.clone())).await;
+    PaidApp {
+        app,
+        clock,
+        twilio,
+        llm,
+        facilitator,
+        wallet: TestWallet::new(),
+        env,
+        stop_workers,
+        db,
+    }
+}
+
+/// A Redis worker inside the test process, stopped when the rig is dropped.
+pub async fn spawn_redis_worker(
+    config: Config,
+    mut stopped: watch::Receiver<bool>,
+    clock: Arc<dyn Clock>,
+) {
+    let client =
+        redis::Client::open(config.redis_url.as_ref().expect("redis").expose()).expect("client");
+    let conn = db::connect(&config).await.expect("db");
+    grove_migrations::run(&conn).await.expect("migrations");
+    let completions = Completions::redis(
+        queue::redis_connection(&client).await.expect("redis"),
+        &config.queue_namespace,
+    );
+    let jobs = JobQueue::redis(&client, &config.queue_namespace)
+        .await
+        .expect("queue");
+    let parts = grove_worker::Parts {
+        db: conn,
+        completions,
+        schemas: Arc::new(SchemaRegistry::load().expect("schemas")),
+        queue: jobs,
+        clock,
+    };
+    let deps = grove_worker::deps(&config, parts).expect("deps");
+    let (ns, sweep) = (config.queue_namespace.clone(), config.sweep_interval);
+    tokio::spawn(async move {
+        let shutdown = async move {
+            while !*stopped.borrow() {
+                if stopped.changed().await.is_err() {
+                    break;
+                }
+            }
+        };
+        let _ =
+            grove_worker::runtime::run_redis(client, &ns, sweep, Arc::new(deps), shutdown).await;
+    });
+}
+
+impl PaidApp {
+    /// POSTs unpaid, expects 402, and returns the PAYMENT-REQUIRED header.
+    pub async fn challenge(&self, path: &str, body: &Value) -> String {
+        let r = self.app.post_json(path, body, &[]).await;
+        assert_eq!(r.status(), 402, "expected a challenge for {path}");
+        r.headers()["payment-required"]
+            .to_str()
+            .expect("ascii")
+            .to_owned()
+    }
+
+    /// A signed v2 payment header for this request.
+    pub async fn payment_for(&self, path: &str, body: &Value, opts: PayOptions) -> String {
+        let challenge = self.challenge(path, body).await;
+        self.wallet.pay(&challenge, opts)
+    }
+
+    /// Sends the request with a payment (and an optional Idempotency-Key).
+    pub async fn send_paid(
+        &self,
+        path: &str,
+        body: &Value,
+        payment: &str,
+        key: Option<&str>,
+    ) -> reqwest::Response {
+        let mut headers = vec![("payment-signature", payment)];
+        if let Some(k) = key {
+            headers.push(("idempotency-key", k));
+        }
+        self.app.post_json(path, body, &headers).await
+    }
+
+    /// Challenge, sign, pay: the whole happy path in one call.
+    pub async fn pay_and_call(
+        &self,
+        path: &str,
+        body: &Value,
+        key: Option<&str>,
+    ) -> reqwest::Response {
+        let payment = self.payment_for(path, body, PayOptions::default()).await;
+        self.send_paid(path, body, &payment, key).await
+    }
+}
+
+/// The `worker` binary next to the running test binary (scripts/test builds it first).
+fn worker_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let bin = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target dir")
+        .join("worker");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build -p grove-worker` (scripts/test does)",
+        bin.display()
+    );
+    bin
+}
+
+impl PaidApp {
+    /// Starts a separate `worker` process with this rig's configuration (queue tests kill it).
+    pub fn start_worker_process(&self) -> std::process::Child {
+        let mut cmd = std::process::Command::new(worker_binary());
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("RUST_LOG", "warn");
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("worker starts")
+    }
+}
