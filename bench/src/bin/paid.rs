@@ -1,0 +1,259 @@
+//! Paid-call overhead: the whole paid path (verify, idempotency, reserve, settle, enqueue,
+//! worker, model, validation, store, notify, respond) with a zero-latency loopback facilitator
+//! and model, beside the sandbox path in the same run; and replay latency.
+//!
+//! `cargo run --release -p grove-bench --bin paid -- [seconds] [calls]`
+//! Runs the embedded default (SQLite, in-process queue) and PostgreSQL + Redis (one worker).
+
+use grove_bench::load::{self, Report, Request};
+use grove_common::config::Config;
+use grove_tests::{
+    TestDb, default_env,
+    facilitator::FakeFacilitator,
+    llm::{FakeLlm, caller_body},
+    paid::{REDIS_URL, namespace, spawn_redis_worker},
+    x402::{PayOptions, TestWallet},
+};
+use reqwest::Method;
+use serde_json::Value;
+use std::{sync::Arc, time::Duration};
+use tokio::sync::watch;
+
+const PATH: &str = "/api/v1/agents/mary/call";
+const CONNECTIONS: usize = 64;
+
+struct Rig {
+    base: String,
+    _app: grove_tests::TestApp,
+    _db: TestDb,
+    _llm: FakeLlm,
+    _facilitator: FakeFacilitator,
+    _stop: watch::Sender<bool>,
+}
+
+async fn rig(postgres_and_redis: bool) -> Rig {
+    let db = TestDb::on(if postgres_and_redis {
+        "postgres"
+    } else {
+        "sqlite"
+    })
+    .await;
+    let llm = FakeLlm::start().await;
+    let facilitator = FakeFacilitator::start().await;
+    let mut env = default_env();
+    env.insert("DATABASE_URL".into(), db.url.clone());
+    env.insert("LLM_BASE_URL".into(), llm.openai_base());
+    env.insert("X402_FACILITATOR_URL".into(), facilitator.url().to_owned());
+    env.insert("RUST_LOG".into(), "warn".into());
+    let (stop, stopped) = watch::channel(false);
+    if postgres_and_redis {
+        env.insert("REDIS_URL".into(), REDIS_URL.into());
+        env.insert("QUEUE_NAMESPACE".into(), namespace());
+    }
+    let config = Config::from_map(&env).expect("config");
+    if postgres_and_redis {
+        spawn_redis_worker(
+            config.clone(),
+            stopped,
+            std::sync::Arc::new(grove_common::clock::SystemClock),
+        )
+        .await;
+    }
+    let app = grove_tests::start(config).await;
+    Rig {
+        base: app.addr.clone(),
+        _app: app,
+        _db: db,
+        _llm: llm,
+        _facilitator: facilitator,
+        _stop: stop,
+    }
+}
+
+/// One distinct body per call (else the second would be a replay), each with a fresh payment.
+fn bodies_and_payments(challenge: &str, n: usize) -> Vec<(Vec<u8>, String)> {
+    let wallet = TestWallet::new();
+    (0..n)
+        .map(|i| {
+            let mut body = caller_body("diagnose_growth");
+            let text = body["messages"][0]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            body["messages"][0]["content"] = Value::from(format!("{text} (ref {i})"));
+            (
+                body.to_string().into_bytes(),
+                wallet.pay(challenge, PayOptions::default()),
+            )
+        })
+        .collect()
+}
+
+fn paid_request(base: &str, prepared: &Arc<Vec<(Vec<u8>, String)>>, i: usize) -> Request {
+    let (body, payment) = &prepared[i % prepared.len()];
+    Request {
+        method: Method::POST,
+        url: format!("{base}{PATH}"),
+        headers: vec![
+            ("content-type", "application/json".into()),
+            ("payment-signature", payment.clone()),
+        ],
+        body: Some(body.clone()),
+        expect_status: 200,
+    }
+}
+
+async fn scenario(label: &str, postgres_and_redis: bool, secs: u64, calls: usize) -> Vec<Report> {
+    let r = rig(postgres_and_redis).await;
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let challenge = client
+        .post(format!("{}{PATH}", r.base))
+        .header("content-type", "application/json")
+        .body(caller_body("diagnose_growth").to_string())
+        .send()
+        .await
+        .expect("402")
+        .headers()["payment-required"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    let prepared = Arc::new(bodies_and_payments(&challenge, calls + 200));
+    let (warm, dur) = (Duration::ZERO, Duration::from_secs(secs));
+    let mut out = Vec::new();
+
+    // Sequential: the cost of the paid machinery itself, no queueing.
+    let (b, p) = (r.base.clone(), Arc::clone(&prepared));
+    out.push(
+        load::run_bounded(
+            &format!("{label}: paid, 1 connection"),
+            1,
+            warm,
+            dur,
+            200,
+            move |i| paid_request(&b, &p, i),
+        )
+        .await,
+    );
+    // 64 concurrent distinct paid calls.
+    let (b, p) = (r.base.clone(), Arc::clone(&prepared));
+    let offset = 200;
+    out.push(
+        load::run_bounded(
+            &format!("{label}: paid, {CONNECTIONS} connections"),
+            CONNECTIONS,
+            warm,
+            dur,
+            calls,
+            move |i| paid_request(&b, &p, i + offset),
+        )
+        .await,
+    );
+    // Replays of completed calls: same payment, same body.
+    let (b, p) = (r.base.clone(), Arc::clone(&prepared));
+    out.push(
+        load::run(
+            &format!("{label}: replay, 1 connection"),
+            1,
+            Duration::from_millis(300),
+            dur,
+            move |i| paid_request(&b, &p, i % 200),
+        )
+        .await,
+    );
+    let (b, p) = (r.base.clone(), Arc::clone(&prepared));
+    out.push(
+        load::run(
+            &format!("{label}: replay, {CONNECTIONS} connections"),
+            CONNECTIONS,
+            Duration::from_millis(300),
+            dur,
+            move |i| paid_request(&b, &p, i % 200),
+        )
+        .await,
+    );
+    out
+}
+
+#[tokio::main]
+async fn main() {
+    let secs: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    let calls: usize = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000);
+    println!(
+        "grove-bench paid: zero-latency loopback facilitator and model; load generator in-process; {secs} s or {calls} calls per scenario"
+    );
+
+    // Baseline in the same run: the sandbox path at the same concurrency.
+    let base_rig = rig(false).await;
+    let b = base_rig.base.clone();
+    let body = caller_body("diagnose_growth").to_string().into_bytes();
+    let sandbox = load::run(
+        &format!("sandbox, {CONNECTIONS} connections"),
+        CONNECTIONS,
+        Duration::from_secs(1),
+        Duration::from_secs(secs),
+        move |_| Request {
+            method: Method::POST,
+            url: format!("{b}{PATH}"),
+            headers: vec![
+                ("content-type", "application/json".into()),
+                ("x-grove-sandbox", "1".into()),
+            ],
+            body: Some(body.clone()),
+            expect_status: 200,
+        },
+    )
+    .await;
+    let b = base_rig.base.clone();
+    let body = caller_body("diagnose_growth").to_string().into_bytes();
+    let sandbox_1 = load::run(
+        "sandbox, 1 connection",
+        1,
+        Duration::from_millis(300),
+        Duration::from_secs(secs),
+        move |_| Request {
+            method: Method::POST,
+            url: format!("{b}{PATH}"),
+            headers: vec![
+                ("content-type", "application/json".into()),
+                ("x-grove-sandbox", "1".into()),
+            ],
+            body: Some(body.clone()),
+            expect_status: 200,
+        },
+    )
+    .await;
+    drop(base_rig);
+
+    let mut reports = vec![sandbox, sandbox_1];
+    reports.extend(scenario("embedded (SQLite)", false, secs, calls).await);
+    reports.extend(scenario("PostgreSQL + Redis", true, secs, calls).await);
+    load::print(&reports, &reports[0]);
+    let seq = |label: &str| {
+        reports
+            .iter()
+            .find(|r| r.name == label)
+            .map(|r| (r.p50_us, r.p99_us))
+            .unwrap_or_default()
+    };
+    let (s50, s99) = seq("sandbox, 1 connection");
+    for label in [
+        "embedded (SQLite): paid, 1 connection",
+        "PostgreSQL + Redis: paid, 1 connection",
+    ] {
+        let (p50, p99) = seq(label);
+        println!(
+            "{label}: overhead over the sandbox p50 {:.2} ms, p99 {:.2} ms",
+            (p50.saturating_sub(s50)) as f64 / 1000.0,
+            (p99.saturating_sub(s99)) as f64 / 1000.0
+        );
+    }
+}

@@ -1,0 +1,4 @@
+//! Benchmarks are separate programs that print numbers: `cargo run --release -p grove-bench --bin
+//! free` (free surfaces) and `--bin paid` (paid calls). This library holds the load generator.
+
+pub mod load;
