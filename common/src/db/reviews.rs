@@ -5,10 +5,16 @@ use super::entities::{review_event, review_message, review_request, suppression}
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    SqlErr, sea_query::Expr,
+    sea_query::Expr,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
+
+mod attempt;
+pub use attempt::{
+    ATTEMPT_HEARTBEAT, ATTEMPT_STALE_AFTER, ATTEMPTING, Attempt, NewMessage, begin_attempt,
+    in_flight, touch_attempt,
+};
 
 pub mod status {
     pub const SCHEDULED: &str = "scheduled";
@@ -173,62 +179,10 @@ pub async fn message(
         .await
 }
 
-/// What a send attempt found: a fresh row (go ahead and call the provider), or an earlier
-/// attempt (never call again: if it crashed mid-call, the SMS may already be on its way).
-pub enum Attempt {
-    Fresh(review_message::Model),
-    Earlier(review_message::Model),
-}
-
-pub struct NewMessage<'a> {
-    pub request_id: &'a str,
-    pub kind: &'a str,
-    pub provider: &'a str,
-    pub body: &'a str,
-    pub encoding: &'a str,
-    pub segments: u32,
-}
-
-/// Records the attempt *before* the provider is called; the unique (request, kind) index makes
-/// this the at-most-once key for the SMS.
-pub async fn begin_attempt(
-    db: &impl ConnectionTrait,
-    m: NewMessage<'_>,
-    at: DateTime<Utc>,
-) -> Result<Attempt, DbErr> {
-    let row = review_message::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        request_id: Set(m.request_id.to_owned()),
-        kind: Set(m.kind.to_owned()),
-        provider: Set(m.provider.to_owned()),
-        provider_id: Set(None),
-        status: Set("attempting".into()),
-        status_history: Set(json!([{"status": "attempting", "at": at}])),
-        body: Set(m.body.to_owned()),
-        encoding: Set(m.encoding.to_owned()),
-        segments: Set(i32::try_from(m.segments).unwrap_or(i32::MAX)),
-        error_code: Set(None),
-        attempted_at: Set(Some(at)),
-        created_at: Set(at),
-        updated_at: Set(at),
-    };
-    match review_message::Entity::insert(row)
-        .exec_with_returning(db)
-        .await
-    {
-        Ok(model) => Ok(Attempt::Fresh(model)),
-        Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
-            let existing = message(db, m.request_id, m.kind).await?.ok_or(e)?;
-            Ok(Attempt::Earlier(existing))
-        }
-        Err(e) => Err(e),
-    }
-}
-
 /// Position of a provider message status; statuses only move forward.
 pub fn message_rank(s: &str) -> u8 {
     match s {
-        "attempting" => 0,
+        ATTEMPTING => 0,
         "accepted" | "scheduled" | "queued" => 1,
         "sending" => 2,
         "sent" => 3,
@@ -459,6 +413,13 @@ pub async fn due(
                     Condition::all()
                         .add(review_request::Column::Status.eq(status::SENT))
                         .add(review_request::Column::UpdatedAt.lte(stale_sent)),
+                )
+                // A send whose run may have died mid-call: the job decides from the message's
+                // lease whether it is still live.
+                .add(
+                    Condition::all()
+                        .add(review_request::Column::Status.eq(status::SENDING))
+                        .add(review_request::Column::UpdatedAt.lte(now - ATTEMPT_STALE_AFTER)),
                 ),
         )
         .all(db)

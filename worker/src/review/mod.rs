@@ -7,7 +7,7 @@ pub mod sweep;
 
 use crate::{
     jobs::{Deps, JobError},
-    sms::{OutgoingSms, SmsError},
+    sms::{OutgoingSms, SentSms, SmsError},
 };
 use apalis::prelude::Data;
 use grove_common::{
@@ -28,13 +28,17 @@ use tracing::Instrument;
 
 pub async fn review_job(job: ReviewJob, deps: Data<Arc<Deps>>) -> Result<(), JobError> {
     let deps: Arc<Deps> = Arc::clone(&deps);
+    handle(&deps, &job).await
+}
+
+/// Runs one review job. Safe to run more than once, and twice at the same moment.
+pub async fn handle(deps: &Deps, job: &ReviewJob) -> Result<(), JobError> {
     let span = tracing::info_span!("job.review", review_id = %job.review_id, step = ?job.step, request_id = %job.request_id);
     async move {
         match job.step {
-            ReviewStep::Send => send_initial(&deps, &job.review_id).await?,
-            ReviewStep::FollowUp => send_follow_up(&deps, &job.review_id).await?,
+            ReviewStep::Send => send_initial(deps, &job.review_id).await,
+            ReviewStep::FollowUp => send_follow_up(deps, &job.review_id).await,
         }
-        Ok(())
     }
     .instrument(span)
     .await
@@ -211,6 +215,12 @@ async fn deliver(
     let msg = match attempt {
         Attempt::Fresh(msg) => msg,
         Attempt::Earlier(msg) => {
+            if reviews::in_flight(&msg, now) {
+                // A duplicate job (the sweeper, or a redelivery) while the first run is still
+                // inside the provider call: that run records the outcome.
+                tracing::info!(message = %msg.id, "another run is sending this message; leaving it");
+                return Ok(());
+            }
             if msg.provider_id.is_some() {
                 reviews::advance(
                     &deps.db,
@@ -243,7 +253,7 @@ async fn deliver(
         validity_period_s: Some(u32::try_from(validity.as_secs()).unwrap_or(u32::MAX)),
         reference: msg.id.to_string(),
     };
-    match deps.sms.send(&sms).await {
+    match send_renewing_lease(deps, &sms, msg.id).await {
         Ok(sent) => {
             reviews::message_status(
                 &deps.db,
@@ -294,6 +304,29 @@ async fn deliver(
     Ok(())
 }
 
+/// Calls the provider, renewing the attempt's lease while the call is open so that a duplicate
+/// job can tell this live run from a dead one.
+async fn send_renewing_lease(
+    deps: &Deps,
+    sms: &OutgoingSms,
+    message_id: uuid::Uuid,
+) -> Result<SentSms, SmsError> {
+    let send = deps.sms.send(sms);
+    tokio::pin!(send);
+    let period = reviews::ATTEMPT_HEARTBEAT;
+    let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    loop {
+        tokio::select! {
+            result = &mut send => return result,
+            _ = renew.tick() => {
+                if let Err(e) = reviews::touch_attempt(&deps.db, message_id, deps.clock.now()).await {
+                    tracing::warn!(error = %e, "could not renew the send attempt's lease");
+                }
+            }
+        }
+    }
+}
+
 fn error_code(e: &SmsError) -> Option<i32> {
     e.code().and_then(|c| i32::try_from(c).ok())
 }
@@ -307,7 +340,9 @@ async fn first_outcome(deps: &Deps, review_id: &str) -> Result<(), JobError> {
     let Some(call) = calls::load(&deps.db, req.call_id).await? else {
         return Ok(());
     };
-    if call.status == calls::status::COMPLETED {
+    // `sending` is no outcome: the run inside the provider call stores the result when the
+    // provider answers (or a later run does, once that run's lease has lapsed).
+    if call.status == calls::status::COMPLETED || req.status == status::SENDING {
         return Ok(());
     }
     let msg = reviews::message(&deps.db, &req.id, message_kind::INITIAL).await?;

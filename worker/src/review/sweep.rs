@@ -21,7 +21,7 @@ pub async fn sweep(deps: &Deps) -> Result<usize, JobError> {
     let mut acted = 0;
     for req in reviews::due(&deps.db, now).await? {
         let step = match req.status.as_str() {
-            status::SCHEDULED | status::DEFERRED => Some(ReviewStep::Send),
+            status::SCHEDULED | status::DEFERRED | status::SENDING => Some(ReviewStep::Send),
             status::FOLLOW_UP_SCHEDULED => Some(ReviewStep::FollowUp),
             status::SENT => {
                 // 24 h at `sent` with no delivery report: treat as delivered then.

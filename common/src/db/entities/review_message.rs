@@ -12,7 +12,7 @@ pub struct Model {
     pub kind: String,
     pub provider: String,
     pub provider_id: Option<String>,
-    /// `sending` (attempt recorded, provider not yet answered), then the provider's statuses.
+    /// `attempting` (row written, provider not yet answered), then the provider's statuses.
     pub status: String,
     /// `[{"status", "at", "error_code"?}]`, oldest first.
     pub status_history: Json,

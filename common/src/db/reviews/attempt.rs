@@ -1,0 +1,99 @@
+//! The at-most-once key of an SMS: its message row, written before the provider is called,
+//! and a lease that the sending run renews while the provider call is open. A second run that
+//! finds the row leaves a live attempt alone and treats only an abandoned one (its run died
+//! mid-call) as an unknown outcome, never sending again.
+
+use super::super::entities::review_message;
+use super::message;
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, SqlErr,
+    sea_query::Expr,
+};
+use serde_json::json;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// How often a run renews its attempt while the provider call is open.
+pub const ATTEMPT_HEARTBEAT: Duration = Duration::from_secs(2);
+
+/// An attempt not renewed for this long belongs to a run that died (five missed renewals).
+pub const ATTEMPT_STALE_AFTER: chrono::TimeDelta = chrono::TimeDelta::seconds(10);
+
+/// A message's status from the moment its row exists until the provider answers.
+pub const ATTEMPTING: &str = "attempting";
+
+/// What a send attempt found: a fresh row (go ahead and call the provider), or an earlier
+/// attempt (never call again: if it crashed mid-call, the SMS may already be on its way).
+pub enum Attempt {
+    Fresh(review_message::Model),
+    Earlier(review_message::Model),
+}
+
+pub struct NewMessage<'a> {
+    pub request_id: &'a str,
+    pub kind: &'a str,
+    pub provider: &'a str,
+    pub body: &'a str,
+    pub encoding: &'a str,
+    pub segments: u32,
+}
+
+/// Records the attempt *before* the provider is called; the unique (request, kind) index makes
+/// this the at-most-once key for the SMS.
+pub async fn begin_attempt(
+    db: &impl ConnectionTrait,
+    m: NewMessage<'_>,
+    at: DateTime<Utc>,
+) -> Result<Attempt, DbErr> {
+    let row = review_message::ActiveModel {
+        id: Set(Uuid::now_v7()),
+        request_id: Set(m.request_id.to_owned()),
+        kind: Set(m.kind.to_owned()),
+        provider: Set(m.provider.to_owned()),
+        provider_id: Set(None),
+        status: Set(ATTEMPTING.into()),
+        status_history: Set(json!([{"status": ATTEMPTING, "at": at}])),
+        body: Set(m.body.to_owned()),
+        encoding: Set(m.encoding.to_owned()),
+        segments: Set(i32::try_from(m.segments).unwrap_or(i32::MAX)),
+        error_code: Set(None),
+        attempted_at: Set(Some(at)),
+        created_at: Set(at),
+        updated_at: Set(at),
+    };
+    match review_message::Entity::insert(row)
+        .exec_with_returning(db)
+        .await
+    {
+        Ok(model) => Ok(Attempt::Fresh(model)),
+        Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
+            let existing = message(db, m.request_id, m.kind).await?.ok_or(e)?;
+            Ok(Attempt::Earlier(existing))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Renews a live attempt's lease; a no-op once the provider has answered.
+pub async fn touch_attempt(
+    db: &impl ConnectionTrait,
+    id: Uuid,
+    at: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    review_message::Entity::update_many()
+        .col_expr(review_message::Column::UpdatedAt, Expr::value(at))
+        .filter(review_message::Column::Id.eq(id))
+        .filter(review_message::Column::Status.eq(ATTEMPTING))
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
+/// True while another run may still be inside the provider call for `msg`: it has no provider
+/// answer yet and its lease was renewed recently.
+pub fn in_flight(msg: &review_message::Model, now: DateTime<Utc>) -> bool {
+    msg.status == ATTEMPTING
+        && msg.provider_id.is_none()
+        && now - msg.updated_at < ATTEMPT_STALE_AFTER
+}

@@ -1,0 +1,318 @@
+//! Review send jobs run at least once, and sometimes twice at the same moment: the sweeper finds
+//! a request that is due while its own job is running, or Redis redelivers a job whose worker
+//! looked dead. These tests run the worker's handler directly against a real database, with an
+//! SMS provider that holds its answer until the test lets it go, so the second run lands exactly
+//! while the first is inside the provider call.
+
+use chrono::{DateTime, TimeDelta, TimeZone, Utc};
+use grove_common::{
+    clock::{Clock, ManualClock},
+    completion::Completions,
+    db::{
+        calls,
+        entities::{call, consent, review_request},
+        reviews::{self, ATTEMPT_STALE_AFTER, Attempt, NewMessage, status},
+    },
+    jobs::{ReviewJob, ReviewStep},
+    queue::JobQueue,
+};
+use grove_tests::TestDb;
+use grove_worker::{
+    jobs::Deps,
+    review::handle,
+    sms::{OutgoingSms, SentSms, SmsError, SmsProvider},
+};
+use sea_orm::{ActiveValue::Set, DatabaseConnection, EntityTrait};
+use serde_json::json;
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU32, Ordering},
+    },
+    time::{Duration, Instant},
+};
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+/// Answers every send, but only once the test releases it.
+#[derive(Default)]
+struct HeldProvider {
+    sends: AtomicU32,
+    entered: Notify,
+    release: Notify,
+}
+
+#[async_trait::async_trait]
+impl SmsProvider for HeldProvider {
+    fn name(&self) -> &'static str {
+        "held"
+    }
+
+    async fn send(&self, _sms: &OutgoingSms) -> Result<SentSms, SmsError> {
+        let n = self.sends.fetch_add(1, Ordering::SeqCst) + 1;
+        self.entered.notify_one();
+        self.release.notified().await;
+        Ok(SentSms {
+            provider_id: format!("SMheld{n}"),
+            status: "queued".into(),
+            segments: Some(1),
+        })
+    }
+}
+
+struct Rig {
+    deps: Arc<Deps>,
+    clock: Arc<ManualClock>,
+    sms: Arc<HeldProvider>,
+    review_id: String,
+    call_id: Uuid,
+    _db: TestDb,
+}
+
+/// Monday 2026-11-16, 15:00 in New York: inside the quiet-hours window.
+fn afternoon() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 16, 20, 0, 0)
+        .single()
+        .expect("valid instant")
+}
+
+/// A paid call and its review request, `scheduled` to go now, as the API leaves them.
+async fn rig() -> Rig {
+    let test_db = TestDb::new().await;
+    let db = grove_common::db::connect_url(&test_db.url)
+        .await
+        .expect("database");
+    grove_migrations::run(&db).await.expect("migrations");
+    let now = afternoon();
+    let (call_id, review_id) = insert_request(&db, now).await;
+    let clock = Arc::new(ManualClock::new(now));
+    let sms = Arc::new(HeldProvider::default());
+    let deps = Deps {
+        db,
+        completions: Completions::local(),
+        engine: None,
+        sms: Arc::clone(&sms) as Arc<dyn SmsProvider>,
+        clock: Arc::clone(&clock) as Arc<dyn Clock>,
+        queue: JobQueue::memory().0,
+        public_base_url: "https://grove.test".into(),
+        status_callback: None,
+    };
+    Rig {
+        deps: Arc::new(deps),
+        clock,
+        sms,
+        review_id,
+        call_id,
+        _db: test_db,
+    }
+}
+
+async fn insert_request(db: &DatabaseConnection, now: DateTime<Utc>) -> (Uuid, String) {
+    let call_id = Uuid::now_v7();
+    call::Entity::insert(call::ActiveModel {
+        id: Set(call_id),
+        kind: Set("review_request".into()),
+        agent: Set(None),
+        mode: Set(None),
+        payer: Set("0x00000000000000000000000000000000000000aa".into()),
+        request_hash: Set(format!("hash-{call_id}")),
+        request: Set(json!({})),
+        status: Set(calls::status::PENDING.into()),
+        attempts: Set(0),
+        runs: Set(0),
+        error: Set(None),
+        receipt_id: Set(format!("rcpt_{call_id}")),
+        request_id: Set("req-test".into()),
+        created_at: Set(now),
+        updated_at: Set(now),
+        completed_at: Set(None),
+    })
+    .exec(db)
+    .await
+    .expect("call row");
+    let consent_id = Uuid::now_v7();
+    let phone = "+12125550177";
+    consent::Entity::insert(consent::ActiveModel {
+        id: Set(consent_id),
+        phone: Set(phone.into()),
+        business_name: Set("Harbor Physio".into()),
+        method: Set("web_form_checkbox".into()),
+        captured_at: Set(now - TimeDelta::days(30)),
+        source: Set("intake form checkbox".into()),
+        disclosure_text: Set(None),
+        created_at: Set(now),
+    })
+    .exec(db)
+    .await
+    .expect("consent row");
+    let review_id = format!("rr_test{}", call_id.simple());
+    review_request::Entity::insert(review_request::ActiveModel {
+        id: Set(review_id.clone()),
+        call_id: Set(call_id),
+        payer: Set("0x00000000000000000000000000000000000000aa".into()),
+        phone: Set(phone.into()),
+        first_name: Set("Dana".into()),
+        business_name: Set("Harbor Physio".into()),
+        review_url: Set("https://example.com/review".into()),
+        zone: Set("America/New_York".into()),
+        recipient_state: Set(Some("NY".into())),
+        consent_id: Set(consent_id),
+        template: Set(None),
+        follow_up_enabled: Set(false),
+        follow_up_after_hours: Set(72),
+        status: Set(status::SCHEDULED.into()),
+        send_at: Set(now),
+        follow_up_due_at: Set(None),
+        link_token: Set(format!("tok{}", call_id.simple())),
+        clicked_at: Set(None),
+        created_at: Set(now),
+        updated_at: Set(now),
+    })
+    .exec(db)
+    .await
+    .expect("review row");
+    (call_id, review_id)
+}
+
+fn send_job(rig: &Rig) -> ReviewJob {
+    ReviewJob {
+        review_id: rig.review_id.clone(),
+        step: ReviewStep::Send,
+        request_id: "req-test".into(),
+    }
+}
+
+async fn request(rig: &Rig) -> review_request::Model {
+    reviews::load(&rig.deps.db, &rig.review_id)
+        .await
+        .expect("load")
+        .expect("request exists")
+}
+
+/// Starts the first run and returns once it is inside the provider call.
+async fn first_run_in_flight(rig: &Rig) -> tokio::task::JoinHandle<()> {
+    let (deps, job) = (Arc::clone(&rig.deps), send_job(rig));
+    let first = tokio::spawn(async move { handle(&deps, &job).await.expect("first run") });
+    tokio::time::timeout(Duration::from_secs(20), rig.sms.entered.notified())
+        .await
+        .expect("the first run reaches the provider");
+    first
+}
+
+async fn result_status(rig: &Rig) -> Option<String> {
+    calls::load_result(&rig.deps.db, rig.call_id)
+        .await
+        .expect("load result")
+        .map(|r| r.body["status"].as_str().unwrap_or_default().to_owned())
+}
+
+#[tokio::test]
+async fn a_duplicate_run_leaves_a_send_in_flight_alone() {
+    let rig = rig().await;
+    let first = first_run_in_flight(&rig).await;
+
+    // The duplicate finishes while the first run is still waiting for the provider.
+    handle(&rig.deps, &send_job(&rig))
+        .await
+        .expect("duplicate run");
+    assert_eq!(rig.sms.sends.load(Ordering::SeqCst), 1);
+    assert_eq!(request(&rig).await.status, status::SENDING);
+    assert_eq!(
+        result_status(&rig).await,
+        None,
+        "`sending` is no answer for the waiting caller"
+    );
+
+    rig.sms.release.notify_one();
+    first.await.expect("first run finishes");
+    assert_eq!(request(&rig).await.status, status::SENT);
+    assert_eq!(result_status(&rig).await.as_deref(), Some("sent"));
+    let msg = reviews::message(&rig.deps.db, &rig.review_id, "initial")
+        .await
+        .expect("load")
+        .expect("message");
+    assert_eq!(msg.provider_id.as_deref(), Some("SMheld1"));
+    assert_eq!(rig.sms.sends.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_slow_provider_call_keeps_its_lease() {
+    let rig = rig().await;
+    let first = first_run_in_flight(&rig).await;
+
+    // Time passes well beyond the lease; the live run renews it within a heartbeat.
+    rig.clock.advance(ATTEMPT_STALE_AFTER * 3);
+    let renewed_at = rig.clock.now();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let msg = reviews::message(&rig.deps.db, &rig.review_id, "initial")
+            .await
+            .expect("load")
+            .expect("message");
+        if msg.updated_at == renewed_at {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the lease was never renewed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    handle(&rig.deps, &send_job(&rig))
+        .await
+        .expect("duplicate run");
+    assert_eq!(request(&rig).await.status, status::SENDING);
+
+    rig.sms.release.notify_one();
+    first.await.expect("first run finishes");
+    assert_eq!(request(&rig).await.status, status::SENT);
+    assert_eq!(rig.sms.sends.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_abandoned_attempt_ends_as_unknown_and_is_never_resent() {
+    let rig = rig().await;
+    let db = &rig.deps.db;
+    let start = rig.clock.now();
+    // What a run that died inside the provider call leaves behind.
+    assert!(
+        reviews::advance(db, &rig.review_id, status::SENDING, json!({}), start)
+            .await
+            .expect("advance")
+    );
+    let attempt = reviews::begin_attempt(
+        db,
+        NewMessage {
+            request_id: &rig.review_id,
+            kind: "initial",
+            provider: "held",
+            body: "Hi Dana",
+            encoding: "GSM-7",
+            segments: 1,
+        },
+        start,
+    )
+    .await
+    .expect("attempt");
+    assert!(matches!(attempt, Attempt::Fresh(_)));
+
+    // Within the lease the sweeper leaves it, and a redelivered job changes nothing.
+    rig.clock.advance(ATTEMPT_STALE_AFTER / 2);
+    let due = reviews::due(db, rig.clock.now()).await.expect("due");
+    assert!(due.iter().all(|r| r.id != rig.review_id));
+    handle(&rig.deps, &send_job(&rig)).await.expect("run");
+    assert_eq!(request(&rig).await.status, status::SENDING);
+
+    // Once it has lapsed the sweeper picks it up, and the run records the unknown outcome.
+    rig.clock.advance(ATTEMPT_STALE_AFTER);
+    let due = reviews::due(db, rig.clock.now()).await.expect("due");
+    assert!(due.iter().any(|r| r.id == rig.review_id));
+    handle(&rig.deps, &send_job(&rig)).await.expect("run");
+    assert_eq!(request(&rig).await.status, status::FAILED);
+    assert_eq!(rig.sms.sends.load(Ordering::SeqCst), 0, "never sent again");
+    let events = reviews::events(db, &rig.review_id).await.expect("events");
+    assert!(
+        events
+            .iter()
+            .any(|e| e.detail.to_string().contains("send_outcome_unknown")),
+        "{events:?}"
+    );
+    assert_eq!(result_status(&rig).await.as_deref(), Some("failed"));
+}
