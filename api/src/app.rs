@@ -18,6 +18,7 @@ use grove_common::{
     completion::Completions,
     config::Config,
     db,
+    jobs::SweepStats,
     queue::JobQueue,
     sandbox,
     schema::SchemaRegistry,
@@ -110,7 +111,8 @@ impl Application {
             )?),
             None => Arc::new(LocalFacilitator),
         };
-        let (queue, completions) = back_end(&config, &db, &schemas, &clock, stopped).await?;
+        let (queue, completions, sweeps) =
+            back_end(&config, &db, &schemas, &clock, stopped).await?;
         let sandbox_header = config.sandbox_header();
         let cors = cors(&sandbox_header);
         let state = AppState::new(Inner {
@@ -124,6 +126,7 @@ impl Application {
             facilitator,
             metrics: Default::default(),
             clock,
+            sweeps,
         });
         Ok(routes::router(state)
             .layer(cors)
@@ -149,6 +152,10 @@ impl Application {
     }
 }
 
+/// What the API talks to for jobs: the queue, the completion notifier and, with an in-process
+/// worker, its sweeper's statistics.
+type BackEnd = (JobQueue, Completions, Option<Arc<SweepStats>>);
+
 /// The job queue and completion notifier: shared Redis, or an in-process worker.
 async fn back_end(
     config: &Config,
@@ -156,7 +163,7 @@ async fn back_end(
     schemas: &Arc<SchemaRegistry>,
     clock: &Arc<dyn Clock>,
     stopped: watch::Receiver<bool>,
-) -> Result<(JobQueue, Completions), StartError> {
+) -> Result<BackEnd, StartError> {
     if let Some(url) = &config.redis_url {
         let client = redis::Client::open(url.expose())?;
         let queue = JobQueue::redis(&client, &config.queue_namespace).await?;
@@ -166,7 +173,7 @@ async fn back_end(
         );
         completions.subscribe_redis(client);
         tracing::info!("jobs go to Redis; run `worker` processes to execute them");
-        return Ok((queue, completions));
+        return Ok((queue, completions, None));
     }
     #[cfg(feature = "embedded-worker")]
     {
@@ -178,7 +185,9 @@ async fn back_end(
             schemas: Arc::clone(schemas),
             queue: queue.clone(),
             clock: Arc::clone(clock),
+            sweeps: Arc::default(),
         };
+        let sweeps = Arc::clone(&parts.sweeps);
         let deps =
             grove_worker::deps(config, parts).map_err(|e| StartError::Worker(e.to_string()))?;
         grove_worker::runtime::spawn_embedded(
@@ -188,7 +197,7 @@ async fn back_end(
             stopped,
         )
         .map_err(|e| StartError::Worker(e.to_string()))?;
-        Ok((queue, completions))
+        Ok((queue, completions, Some(sweeps)))
     }
     #[cfg(not(feature = "embedded-worker"))]
     {

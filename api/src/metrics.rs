@@ -1,6 +1,7 @@
 //! Prometheus metrics an operator would graph: calls by mode and outcome, settlements, payment
 //! refusals, job latency (enqueue to outcome, as the API sees it) and queue depth.
 
+use grove_common::jobs::SweepStats;
 use std::{collections::BTreeMap, fmt::Write, sync::Mutex, time::Duration};
 
 const LATENCY_BUCKETS_S: [f64; 13] = [
@@ -63,7 +64,7 @@ impl Metrics {
     }
 
     /// Prometheus text exposition format.
-    pub fn render(&self, queue_depth: Option<u64>) -> String {
+    pub fn render(&self, queue_depth: Option<u64>, sweeps: Option<&SweepStats>) -> String {
         let mut out = String::new();
         let Ok(m) = self.0.lock() else { return out };
         let _ = writeln!(
@@ -119,6 +120,23 @@ impl Metrics {
             let _ = writeln!(
                 out,
                 "# HELP grove_queue_depth Jobs waiting in the queue.\n# TYPE grove_queue_depth gauge\ngrove_queue_depth {depth}"
+            );
+        }
+        if let Some(s) = sweeps {
+            let _ = writeln!(
+                out,
+                "# HELP grove_review_sweeps_total Completed passes of the review sweeper.\n# TYPE grove_review_sweeps_total counter\ngrove_review_sweeps_total {}",
+                s.passes()
+            );
+            let _ = writeln!(
+                out,
+                "# HELP grove_review_sweep_actions_total Due review jobs the sweeper pushed or requests it moved.\n# TYPE grove_review_sweep_actions_total counter\ngrove_review_sweep_actions_total {}",
+                s.actions()
+            );
+            let _ = writeln!(
+                out,
+                "# HELP grove_review_sweep_last_success_timestamp_seconds When the last completed sweep pass started.\n# TYPE grove_review_sweep_last_success_timestamp_seconds gauge\ngrove_review_sweep_last_success_timestamp_seconds {}",
+                s.last_pass_at()
             );
         }
         out

@@ -23,6 +23,8 @@ pub struct Inner {
     pub metrics: Metrics,
     /// Consent age, quiet hours and follow-ups read this clock (tests move it).
     pub clock: Arc<dyn Clock>,
+    /// The embedded worker's sweeper (None when `worker` processes run it).
+    pub sweeps: Option<Arc<grove_common::jobs::SweepStats>>,
 }
 
 impl AppState {

@@ -62,3 +62,38 @@ pub struct ReviewJob {
 
 /// How often the sweeper looks for due sends and follow-ups that a lost job missed.
 pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(30);
+
+/// What a process's review sweeper has done, for `/metrics`: operators alert when the last
+/// pass is old, and tests wait for a pass that saw the time they set.
+#[derive(Debug, Default)]
+pub struct SweepStats {
+    passes: std::sync::atomic::AtomicU64,
+    actions: std::sync::atomic::AtomicU64,
+    /// The clock's reading (Unix seconds) at the start of the last completed pass.
+    last_pass_at: std::sync::atomic::AtomicI64,
+}
+
+impl SweepStats {
+    /// Records a completed pass that started at `started_at` and pushed or moved `actions`.
+    pub fn record(&self, started_at: chrono::DateTime<chrono::Utc>, actions: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.actions
+            .fetch_add(u64::try_from(actions).unwrap_or(u64::MAX), Relaxed);
+        self.last_pass_at.store(started_at.timestamp(), Relaxed);
+        self.passes.fetch_add(1, Relaxed);
+    }
+
+    pub fn passes(&self) -> u64 {
+        self.passes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Due jobs pushed and requests moved, over all passes.
+    pub fn actions(&self) -> u64 {
+        self.actions.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Unix seconds of the last completed pass, as the sweeper's clock read it (0: none yet).
+    pub fn last_pass_at(&self) -> i64 {
+        self.last_pass_at.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}

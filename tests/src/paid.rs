@@ -151,6 +151,7 @@ pub async fn spawn_redis_worker(
         schemas: Arc::new(SchemaRegistry::load().expect("schemas")),
         queue: jobs,
         clock,
+        sweeps: Arc::default(),
     };
     let deps = grove_worker::deps(&config, parts).expect("deps");
     let (ns, sweep) = (config.queue_namespace.clone(), config.sweep_interval);

@@ -96,6 +96,7 @@ async fn rig() -> Rig {
         queue: JobQueue::memory().0,
         public_base_url: "https://grove.test".into(),
         status_callback: None,
+        sweeps: Arc::default(),
     };
     Rig {
         deps: Arc::new(deps),

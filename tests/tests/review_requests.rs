@@ -48,6 +48,35 @@ async fn wait_until(what: &str, mut cond: impl AsyncFnMut() -> bool) {
     }
 }
 
+/// One figure of the embedded sweeper from `/metrics`.
+async fn sweeper_metric(rig: &PaidApp, name: &str) -> i64 {
+    let text = rig
+        .app
+        .client
+        .get(rig.app.url("/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{text}"))
+}
+
+/// Waits for a sweeper pass that read the rig's clock at its current time, and returns how
+/// many due jobs the sweeper pushed meanwhile. A negative check waits for this, not a pause.
+async fn sweep_at_the_rig_time(rig: &PaidApp) -> i64 {
+    let at = rig.clock.now().timestamp();
+    let before = sweeper_metric(rig, "grove_review_sweep_actions_total").await;
+    wait_until("a sweeper pass at the rig's time", async || {
+        sweeper_metric(rig, "grove_review_sweep_last_success_timestamp_seconds").await >= at
+    })
+    .await;
+    sweeper_metric(rig, "grove_review_sweep_actions_total").await - before
+}
+
 /// Messages the fake Twilio accepted (refused sends are recorded too, without a sid).
 fn sent(rig: &PaidApp) -> Vec<Received> {
     rig.twilio
@@ -342,7 +371,7 @@ async fn a_florida_number_at_2030_local_is_deferred_to_the_next_opening() {
             .single()
             .expect("instant"),
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await; // one sweep period: a negative check
+    assert_eq!(sweep_at_the_rig_time(&rig).await, 0, "nothing is due yet");
     assert!(sent(&rig).is_empty());
     rig.clock.set(
         Utc.with_ymd_and_hms(2026, 11, 17, 13, 0, 5)
@@ -385,7 +414,7 @@ async fn the_follow_up_goes_out_after_delivery_plus_the_delay() {
             .single()
             .expect("instant"),
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await; // one sweep period: a negative check
+    assert_eq!(sweep_at_the_rig_time(&rig).await, 0, "nothing is due yet");
     assert_eq!(sent(&rig).len(), 1);
     rig.clock.set(
         Utc.with_ymd_and_hms(2026, 11, 17, 20, 0, 5)
@@ -465,7 +494,7 @@ async fn a_click_or_a_stop_cancels_the_pending_follow_up() {
     assert_eq!(status_of(&rig, &ids[1]).await["status"], "opted_out");
 
     rig.clock.set(rig.clock.now() + Days::hours(30));
-    tokio::time::sleep(Duration::from_millis(1500)).await; // one sweep period: a negative check
+    assert_eq!(sweep_at_the_rig_time(&rig).await, 0, "nothing is due yet");
     assert_eq!(sent(&rig).len(), 2, "no follow-up after a click or a STOP");
 }
 
@@ -596,7 +625,7 @@ async fn cancel_stops_a_scheduled_request() {
         .expect("cancel");
     assert_eq!(again.status(), 409);
     rig.clock.set(rig.clock.now() + Days::days(3));
-    tokio::time::sleep(Duration::from_millis(1500)).await; // one sweep period: a negative check
+    assert_eq!(sweep_at_the_rig_time(&rig).await, 0, "nothing is due yet");
     assert!(sent(&rig).is_empty());
 }
 

@@ -30,6 +30,8 @@ pub struct Deps {
     pub public_base_url: String,
     /// Where the SMS provider posts delivery reports (None for the outbox: it has none).
     pub status_callback: Option<String>,
+    /// The sweeper's passes, for `/metrics`.
+    pub sweeps: Arc<grove_common::jobs::SweepStats>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -51,6 +51,7 @@ pub struct Parts {
     pub schemas: Arc<SchemaRegistry>,
     pub queue: JobQueue,
     pub clock: Arc<dyn Clock>,
+    pub sweeps: Arc<grove_common::jobs::SweepStats>,
 }
 
 /// Builds the worker's dependencies: the model engine and SMS provider from configuration.
@@ -61,6 +62,7 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
         schemas,
         queue,
         clock,
+        sweeps,
     } = parts;
     let engine = match &config.llm {
         Some(llm_config) => {
@@ -85,6 +87,7 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
         queue,
         public_base_url: config.public_base_url.clone(),
         status_callback,
+        sweeps,
     })
 }
 
@@ -109,6 +112,7 @@ pub async fn run(
         schemas: Arc::new(SchemaRegistry::load()?),
         queue,
         clock: Arc::new(SystemClock),
+        sweeps: Arc::default(),
     };
     let deps = deps(config, parts)?;
     runtime::run_redis(

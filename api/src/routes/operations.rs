@@ -43,6 +43,6 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let depth = state.queue.depth().await;
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render(depth),
+        state.metrics.render(depth, state.sweeps.as_deref()),
     )
 }

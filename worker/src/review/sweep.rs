@@ -47,5 +47,6 @@ pub async fn sweep(deps: &Deps) -> Result<usize, JobError> {
     if acted > 0 {
         tracing::info!(acted, "sweeper pushed due review work");
     }
+    deps.sweeps.record(now, acted);
     Ok(acted)
 }
