@@ -2,6 +2,7 @@
 //! settlement, the envelope, receipts, replays and idempotency (CONTRACT 3, 4, 6).
 
 use base64::{Engine, engine::general_purpose::STANDARD};
+use chrono::TimeDelta;
 use grove_tests::{
     compile,
     llm::{FakeLlm, caller_body},
@@ -143,6 +144,41 @@ async fn keyed_requests_replay_for_the_same_body_and_refuse_a_different_one() {
     assert_eq!(keyless.status(), 200);
     assert!(keyless.headers().get("idempotent-replay").is_none());
     assert_eq!(rig.facilitator.settle_calls(), 2);
+}
+
+#[tokio::test]
+async fn idempotency_windows_end_and_a_later_identical_request_is_a_new_purchase() {
+    let rig = spawn_paid(Options::default()).await;
+    let body = caller_body("design_offer");
+    let is_replay = |r: &reqwest::Response| r.headers().get("idempotent-replay").is_some();
+
+    // Without a key the window is 10 minutes.
+    assert_eq!(rig.pay_and_call(PATH, &body, None).await.status(), 200);
+    rig.clock.advance(TimeDelta::minutes(9));
+    assert!(is_replay(&rig.pay_and_call(PATH, &body, None).await));
+    rig.clock.advance(TimeDelta::minutes(2));
+    let later = rig.pay_and_call(PATH, &body, None).await;
+    assert_eq!(later.status(), 200);
+    assert!(!is_replay(&later), "past 10 minutes it is a new purchase");
+    assert_eq!(rig.facilitator.settle_calls(), 2);
+
+    // With a key it is 24 hours.
+    assert_eq!(
+        rig.pay_and_call(PATH, &body, Some("weekly-1"))
+            .await
+            .status(),
+        200
+    );
+    rig.clock.advance(TimeDelta::hours(23));
+    assert!(is_replay(
+        &rig.pay_and_call(PATH, &body, Some("weekly-1")).await
+    ));
+    rig.clock.advance(TimeDelta::hours(2));
+    let next_day = rig.pay_and_call(PATH, &body, Some("weekly-1")).await;
+    assert_eq!(next_day.status(), 200);
+    assert!(!is_replay(&next_day), "past 24 hours the key is free again");
+    assert_eq!(rig.facilitator.settle_calls(), 4);
+    assert_eq!(rig.llm.received(), 4);
 }
 
 #[tokio::test]

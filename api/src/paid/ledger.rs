@@ -3,7 +3,7 @@
 //! outcomes are written back here.
 
 use super::idempotency::Scope;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use grove_common::{
     db::{
         calls::status,
@@ -53,67 +53,101 @@ fn is_unique_violation(e: &DbErr) -> bool {
 pub async fn find_scope(
     db: &DatabaseConnection,
     scope: &str,
+    now: DateTime<Utc>,
 ) -> Result<Option<idempotency::Model>, DbErr> {
     idempotency::Entity::find_by_id(scope.to_owned())
-        .filter(idempotency::Column::ExpiresAt.gt(Utc::now()))
+        .filter(idempotency::Column::ExpiresAt.gt(now))
         .one(db)
         .await
 }
 
-/// Claims `scope` for a new call paid by `pay`, or reports who already holds it.
+fn existing(record: idempotency::Model) -> Claim {
+    Claim::Existing {
+        call_id: record.call_id,
+        request_hash: record.request_hash,
+    }
+}
+
+/// Claims `scope` for a new call paid by `pay`, or reports who already holds it. `now` is the
+/// service clock's reading, which measures the idempotency windows (tests move it).
 pub async fn claim(
     db: &DatabaseConnection,
     scope: &Scope,
-    call: NewCall,
-    pay: NewPayment,
+    call: &NewCall,
+    pay: &NewPayment,
+    now: DateTime<Utc>,
 ) -> Result<Claim, DbErr> {
-    let now = Utc::now();
-    if let Some(existing) = find_scope(db, &scope.key).await? {
-        return Ok(Claim::Existing {
-            call_id: existing.call_id,
-            request_hash: existing.request_hash,
-        });
+    if let Some(record) = find_scope(db, &scope.key, now).await? {
+        return Ok(existing(record));
     }
-    // An expired record would block the insert below; it no longer answers anything.
-    idempotency::Entity::delete_many()
-        .filter(idempotency::Column::Scope.eq(scope.key.clone()))
-        .filter(idempotency::Column::ExpiresAt.lte(now))
-        .exec(db)
-        .await?;
+    let mut cleared = false;
+    loop {
+        let taken = match insert_claim(db, scope, call, pay, now).await? {
+            Inserted::Claim(claim) => return Ok(claim),
+            Inserted::ScopeTaken(e) => e,
+        };
+        // Of two concurrent identical requests, the loser lands here and waits for the winner.
+        if let Some(record) = find_scope(db, &scope.key, now).await? {
+            return Ok(existing(record));
+        }
+        if cleared {
+            return Err(taken);
+        }
+        // Only an expired record holds the scope; it answers nothing any more. Deleting it here,
+        // rather than before every insert, keeps a write off the common path.
+        idempotency::Entity::delete_many()
+            .filter(idempotency::Column::Scope.eq(scope.key.clone()))
+            .filter(idempotency::Column::ExpiresAt.lte(now))
+            .exec(db)
+            .await?;
+        cleared = true;
+    }
+}
 
+enum Inserted {
+    Claim(Claim),
+    /// Another record holds the scope (live or expired); carries the insert's error.
+    ScopeTaken(DbErr),
+}
+
+/// One transaction: the scope, the payment reservation, the call and its receipt.
+async fn insert_claim(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    call: &NewCall,
+    pay: &NewPayment,
+    window_start: DateTime<Utc>,
+) -> Result<Inserted, DbErr> {
+    // Records carry wall-clock times; only the idempotency window runs on the service clock.
+    let now = Utc::now();
     let call_id = Uuid::now_v7();
     let receipt_id = receipts::new_id();
     let window = chrono::Duration::from_std(scope.window).unwrap_or(chrono::Duration::hours(24));
     let txn = db.begin().await?;
-    // The scope first: of two concurrent identical requests, the loser fails here and waits for
-    // the winner, rather than failing on the shared nonce below.
+    // The scope first: of two concurrent identical requests, the loser fails here rather than
+    // on the shared nonce below.
     let scope_row = idempotency::ActiveModel {
         scope: Set(scope.key.clone()),
         call_id: Set(call_id),
         request_hash: Set(call.request_hash.clone()),
-        expires_at: Set(now + window),
-        created_at: Set(now),
+        expires_at: Set(window_start + window),
+        created_at: Set(window_start),
     };
     if let Err(e) = idempotency::Entity::insert(scope_row).exec(&txn).await {
         txn.rollback().await?;
-        if is_unique_violation(&e) {
-            return match find_scope(db, &scope.key).await? {
-                Some(existing) => Ok(Claim::Existing {
-                    call_id: existing.call_id,
-                    request_hash: existing.request_hash,
-                }),
-                None => Err(e),
-            };
-        }
-        return Err(e);
+        return if is_unique_violation(&e) {
+            Ok(Inserted::ScopeTaken(e))
+        } else {
+            Err(e)
+        };
     }
     let payment_row = payment::ActiveModel {
         id: Set(Uuid::now_v7()),
         call_id: Set(call_id),
         payer: Set(call.payer.clone()),
-        nonce: Set(pay.nonce),
-        amount: Set(pay.amount),
-        network: Set(pay.network),
+        nonce: Set(pay.nonce.clone()),
+        amount: Set(pay.amount.clone()),
+        network: Set(pay.network.clone()),
         x402_version: Set(pay.x402_version),
         status: Set("reserved".into()),
         transaction: Set(None),
@@ -124,7 +158,7 @@ pub async fn claim(
     if let Err(e) = payment::Entity::insert(payment_row).exec(&txn).await {
         txn.rollback().await?;
         return if is_unique_violation(&e) {
-            Ok(Claim::NonceUsed)
+            Ok(Inserted::Claim(Claim::NonceUsed))
         } else {
             Err(e)
         };
@@ -132,17 +166,17 @@ pub async fn claim(
     let call_row = call::ActiveModel {
         id: Set(call_id),
         kind: Set(call.kind.to_owned()),
-        agent: Set(call.agent),
-        mode: Set(call.mode),
-        payer: Set(call.payer),
-        request_hash: Set(call.request_hash),
-        request: Set(call.request),
+        agent: Set(call.agent.clone()),
+        mode: Set(call.mode.clone()),
+        payer: Set(call.payer.clone()),
+        request_hash: Set(call.request_hash.clone()),
+        request: Set(call.request.clone()),
         status: Set(status::PENDING.into()),
         attempts: Set(0),
         runs: Set(0),
         error: Set(None),
         receipt_id: Set(receipt_id.clone()),
-        request_id: Set(call.request_id),
+        request_id: Set(call.request_id.clone()),
         created_at: Set(now),
         updated_at: Set(now),
         completed_at: Set(None),
@@ -159,7 +193,7 @@ pub async fn claim(
     };
     receipt::Entity::insert(receipt_row).exec(&txn).await?;
     txn.commit().await?;
-    Ok(Claim::New(Box::new(model)))
+    Ok(Inserted::Claim(Claim::New(Box::new(model))))
 }
 
 /// Settlement outcome of the call's payment.
