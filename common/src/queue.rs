@@ -3,10 +3,10 @@
 //! embedded single-process mode, no server needed).
 
 use crate::jobs::{self, CoachingJob, ReviewJob};
-use apalis::prelude::{MemoryStorage, Task, TaskBuilder, TaskSink};
+use apalis::prelude::{MemoryStorage, Task, TaskBuilder, TaskId, TaskSink};
 use apalis_core::backend::memory::{MemorySink, MemoryStorageError};
 use apalis_redis::RedisStorage;
-use futures::{SinkExt, StreamExt, lock::Mutex};
+use futures::{SinkExt, StreamExt, channel::mpsc::UnboundedSender, lock::Mutex};
 use redis::{AsyncCommands, aio::ConnectionManager};
 use serde::{Serialize, de::DeserializeOwned};
 use std::{sync::Arc, time::Duration};
@@ -26,9 +26,11 @@ pub enum Lane<T> {
         conn: ConnectionManager,
         wake: String,
     },
-    /// apalis-core 1.0's `MemorySink::start_send` does `try_lock().unwrap()` on the mutex that
-    /// `poll_ready` just released, so two concurrent pushes can panic. One push at a time.
-    Memory(Arc<tokio::sync::Mutex<MemorySink<T>>>),
+    /// Our own sender into the worker's channel. apalis-core 1.0's `MemorySink` is not safe to
+    /// push through while its worker runs: the worker's readiness check takes the same lock, so
+    /// a push can panic (`start_send` does `try_lock().unwrap()`), and a contended lock drops
+    /// its waker, so both sides can sleep for good. The unbounded channel needs no lock.
+    Memory(UnboundedSender<Task<T>>),
 }
 
 impl<T> Clone for Lane<T> {
@@ -43,7 +45,7 @@ impl<T> Clone for Lane<T> {
                 conn: conn.clone(),
                 wake: wake.clone(),
             },
-            Lane::Memory(sink) => Lane::Memory(Arc::clone(sink)),
+            Lane::Memory(tx) => Lane::Memory(tx.clone()),
         }
     }
 }
@@ -58,20 +60,15 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + Unpin + 'static> Lane<T> {
         }
     }
 
-    /// A memory lane and the storage a worker consumes it from. Built from our own channel so
-    /// that we keep a sink to push with; the storage (and its receiver) moves into the worker.
+    /// A memory lane and the storage a worker consumes it from, built on our own channel. The
+    /// storage's sink (which only its worker touches) and our lane hold separate senders.
     fn memory() -> (Self, MemoryStorage<T>) {
         let (tx, rx) = futures::channel::mpsc::unbounded::<Task<T>>();
-        let tx = tx.sink_map_err(MemoryStorageError::SendError);
-        let boxed: Box<
+        let worker_side: Box<
             dyn futures::Sink<Task<T>, Error = MemoryStorageError> + Send + Sync + Unpin,
-        > = Box::new(tx);
-        let sink = MemorySink::new(Arc::new(Mutex::new(boxed)));
-        let storage = MemoryStorage::new_with(sink.clone(), rx.boxed());
-        (
-            Lane::Memory(Arc::new(tokio::sync::Mutex::new(sink))),
-            storage,
-        )
+        > = Box::new(tx.clone().sink_map_err(MemoryStorageError::SendError));
+        let sink = MemorySink::new(Arc::new(Mutex::new(worker_side)));
+        (Lane::Memory(tx), MemoryStorage::new_with(sink, rx.boxed()))
     }
 
     /// Pushes a job to run now, or after `delay` (Redis only: the memory lane runs it now and
@@ -96,10 +93,12 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + Unpin + 'static> Lane<T> {
                     let _: i64 = conn.clone().publish(wake, "1").await?;
                 }
             }
-            Lane::Memory(sink) => {
-                let mut sink = sink.lock().await;
-                sink.send(Task::new(job))
-                    .await
+            Lane::Memory(tx) => {
+                // The id `MemorySink` would have given it; the worker's bookkeeping keys on it.
+                let task = TaskBuilder::new(job)
+                    .task_id(TaskId::from_string(uuid::Uuid::now_v7().to_string()))
+                    .build();
+                tx.unbounded_send(task)
                     .map_err(|e| QueueError::Push(e.to_string()))?;
             }
         }
