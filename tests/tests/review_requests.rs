@@ -166,7 +166,10 @@ async fn a_paid_request_sends_exactly_one_message_with_the_right_body() {
     );
     assert_eq!(tracked["message"]["body"], text);
     assert_eq!(tracked["message"]["encoding"], "GSM-7");
-    assert!(field(&sent[0], "StatusCallback").ends_with("/webhooks/sms/status"));
+    assert!(
+        field(&sent[0], "StatusCallback")
+            .starts_with(&format!("{}/webhooks/sms/status?m=", grove_tests::BASE_URL))
+    );
     assert!(!field(&sent[0], "ValidityPeriod").is_empty());
 
     let view = status_of(&rig, &id).await;
@@ -705,9 +708,85 @@ async fn a_worker_killed_mid_send_never_sends_a_second_message() {
         1,
         "exactly one send reached the provider"
     );
-    let view = status_of(&rig, tracked["id"].as_str().expect("id")).await;
+    let id = tracked["id"].as_str().expect("id").to_owned();
+    let view = status_of(&rig, &id).await;
     assert!(
         view["events"].to_string().contains("send_outcome_unknown"),
         "{view}"
     );
+
+    // Twilio did take it: its report, sent to the callback URL that carries our message id,
+    // puts the truth in the message's history. The request stays failed (no follow-up).
+    let (sid, path) = reported_to(&rig);
+    let r = post_webhook(&rig, &path, &status_form(&sid, "delivered", None), None).await;
+    assert_eq!(r.status(), 200);
+    let view = status_of(&rig, &id).await;
+    assert_eq!(view["messages"][0]["status"], "delivered", "{view}");
+    assert_eq!(view["status"], "failed");
+    assert!(
+        view["events"]
+            .to_string()
+            .contains("provider_reported_after_unknown"),
+        "{view}"
+    );
+}
+
+/// The sid Twilio gave the first accepted message, and the callback path (with its query) we
+/// asked Twilio to report to.
+fn reported_to(rig: &PaidApp) -> (String, String) {
+    let first = sent(rig)
+        .into_iter()
+        .next()
+        .expect("a message reached Twilio");
+    let callback = field(&first, "StatusCallback");
+    let path = callback
+        .strip_prefix(grove_tests::BASE_URL)
+        .expect("the callback is under PUBLIC_BASE_URL")
+        .to_owned();
+    assert!(path.starts_with("/webhooks/sms/status?m="), "{path}");
+    (first.sid.expect("sid"), path)
+}
+
+#[tokio::test]
+async fn a_delivery_report_that_beats_the_send_record_still_counts() {
+    let rig = rig().await;
+    rig.twilio
+        .script([grove_tests::twilio::TwilioReply::Slow(Duration::from_secs(
+            2,
+        ))]);
+    let body = body_for(&rig, "+13125550161");
+    let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
+    let call = {
+        let (client, url, body, payment) = (
+            rig.app.client.clone(),
+            rig.app.url(PATH),
+            body.to_string(),
+            payment.clone(),
+        );
+        tokio::spawn(async move {
+            client
+                .post(url)
+                .header("content-type", "application/json")
+                .header("payment-signature", payment)
+                .body(body)
+                .send()
+                .await
+        })
+    };
+    // Twilio has the message but has not answered us yet: we do not know its sid.
+    wait_until("the send to reach Twilio", async || rig.twilio.sends() == 1).await;
+    let (sid, path) = reported_to(&rig);
+    let r = post_webhook(&rig, &path, &status_form(&sid, "delivered", None), None).await;
+    assert_eq!(r.status(), 200);
+
+    let response = call.await.expect("task").expect("response");
+    assert_eq!(response.status(), 200);
+    let tracked: Value = response.json().await.expect("json");
+    let view = status_of(&rig, tracked["id"].as_str().expect("id")).await;
+    assert_eq!(view["messages"][0]["status"], "delivered", "{view}");
+    assert_eq!(
+        view["status"], "follow_up_scheduled",
+        "delivery counted: the follow-up is scheduled"
+    );
+    assert_eq!(sent(&rig).len(), 1);
 }

@@ -12,7 +12,10 @@ use axum::{
     routing::post,
 };
 use grove_common::{
-    db::reviews::{self, message_kind, status},
+    db::{
+        entities::review_message,
+        reviews::{self, message_kind, status},
+    },
     jobs::{ReviewJob, ReviewStep},
     review::keywords::{Keyword, classify},
     twilio,
@@ -95,13 +98,11 @@ async fn status_callback(
     };
     let error_code = param(&params, "ErrorCode").and_then(|c| c.parse::<i32>().ok());
     let now = state.clock.now();
-    let Some(msg) = reviews::message_by_provider_id(&state.db, sid)
-        .await
-        .map_err(internal)?
-    else {
+    let Some(msg) = reported_message(&state, sid, &uri).await? else {
         return Ok(twiml());
     };
-    let Some(msg) = reviews::message_status(&state.db, &msg, new_status, None, error_code, now)
+    let outcome_was_unknown = msg.status == "unknown";
+    let Some(msg) = apply_report(&state.db, msg, new_status, sid, error_code, now)
         .await
         .map_err(internal)?
     else {
@@ -115,6 +116,19 @@ async fn status_callback(
     };
     let detail =
         json!({"message": msg.id, "provider_status": new_status, "error_code": error_code});
+    if outcome_was_unknown {
+        // The run that sent it died before Twilio answered; the request already ended as
+        // failed (terminal), but its history now shows what became of the message.
+        reviews::event(
+            &state.db,
+            &req.id,
+            "provider_reported_after_unknown",
+            detail.clone(),
+            now,
+        )
+        .await
+        .map_err(internal)?;
+    }
     let initial = msg.kind == message_kind::INITIAL;
     match new_status {
         "sent" if initial => {
@@ -170,6 +184,52 @@ async fn status_callback(
         _ => {}
     }
     Ok(twiml())
+}
+
+/// The message a status report is about: by Twilio's sid, or by the message id in the signed
+/// callback URL when Twilio reports before we stored its sid, or after a run died mid-call.
+async fn reported_message(
+    state: &AppState,
+    sid: &str,
+    uri: &Uri,
+) -> Result<Option<review_message::Model>, ApiError> {
+    if let Some(msg) = reviews::message_by_provider_id(&state.db, sid)
+        .await
+        .map_err(internal)?
+    {
+        return Ok(Some(msg));
+    }
+    let Some(id) = uri.query().and_then(reviews::callback_message_id) else {
+        return Ok(None);
+    };
+    Ok(reviews::message_by_id(&state.db, id)
+        .await
+        .map_err(internal)?
+        .filter(|m| m.provider_id.is_none()))
+}
+
+/// Applies a report to its message. The sending run may be updating the same row this moment
+/// (only one optimistic update wins), so a lost race is retried once on a fresh read; a
+/// duplicate or late report changes nothing.
+async fn apply_report(
+    db: &sea_orm::DatabaseConnection,
+    msg: review_message::Model,
+    new_status: &str,
+    sid: &str,
+    error_code: Option<i32>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Option<review_message::Model>, sea_orm::DbErr> {
+    if let Some(updated) =
+        reviews::message_status(db, &msg, new_status, Some(sid), error_code, now).await?
+    {
+        return Ok(Some(updated));
+    }
+    match reviews::message_by_id(db, msg.id).await? {
+        Some(fresh) if fresh.status != msg.status => {
+            reviews::message_status(db, &fresh, new_status, Some(sid), error_code, now).await
+        }
+        _ => Ok(None),
+    }
 }
 
 /// STOP and friends suppress the phone and end its pending requests; START lifts the

@@ -12,8 +12,8 @@ use uuid::Uuid;
 
 mod attempt;
 pub use attempt::{
-    ATTEMPT_HEARTBEAT, ATTEMPT_STALE_AFTER, ATTEMPTING, Attempt, NewMessage, begin_attempt,
-    in_flight, touch_attempt,
+    ATTEMPT_HEARTBEAT, ATTEMPT_STALE_AFTER, ATTEMPTING, Attempt, CALLBACK_MESSAGE_PARAM,
+    NewMessage, begin_attempt, callback_message_id, callback_url, in_flight, touch_attempt,
 };
 
 pub mod status {
@@ -240,6 +240,13 @@ pub async fn message_status(
     } else {
         Ok(None)
     }
+}
+
+pub async fn message_by_id(
+    db: &impl ConnectionTrait,
+    id: Uuid,
+) -> Result<Option<review_message::Model>, DbErr> {
+    review_message::Entity::find_by_id(id).one(db).await
 }
 
 pub async fn message_by_provider_id(

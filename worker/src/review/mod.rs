@@ -249,7 +249,10 @@ async fn deliver(
     let sms = OutgoingSms {
         to: req.phone.clone(),
         body: rendered.body.clone(),
-        status_callback: deps.status_callback.clone(),
+        status_callback: deps
+            .status_callback
+            .as_deref()
+            .map(|base| reviews::callback_url(base, msg.id)),
         validity_period_s: Some(u32::try_from(validity.as_secs()).unwrap_or(u32::MAX)),
         reference: msg.id.to_string(),
     };

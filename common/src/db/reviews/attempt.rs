@@ -97,3 +97,42 @@ pub fn in_flight(msg: &review_message::Model, now: DateTime<Utc>) -> bool {
         && msg.provider_id.is_none()
         && now - msg.updated_at < ATTEMPT_STALE_AFTER
 }
+
+/// The status-callback query parameter that carries our message id, so that a report Twilio
+/// sends before we stored its sid (or after a run died mid-call) still finds its message.
+pub const CALLBACK_MESSAGE_PARAM: &str = "m";
+
+/// `base` with our message id added to its query.
+pub fn callback_url(base: &str, message_id: Uuid) -> String {
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}{CALLBACK_MESSAGE_PARAM}={message_id}")
+}
+
+/// The message id a status-callback query carries, if any.
+pub fn callback_message_id(query: &str) -> Option<Uuid> {
+    query.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=')?;
+        (k == CALLBACK_MESSAGE_PARAM).then(|| Uuid::parse_str(v).ok())?
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn callback_urls_carry_the_message_id_both_ways() {
+        let id = Uuid::now_v7();
+        let url = callback_url("https://grove.example/webhooks/sms/status", id);
+        assert_eq!(
+            url,
+            format!("https://grove.example/webhooks/sms/status?m={id}")
+        );
+        let (_, query) = url.split_once('?').expect("query");
+        assert_eq!(callback_message_id(query), Some(id));
+        let with_query = callback_url("https://grove.example/s?x=1", id);
+        assert!(with_query.ends_with(&format!("?x=1&m={id}")));
+        assert_eq!(callback_message_id("x=1&m=nope"), None);
+        assert_eq!(callback_message_id("x=1"), None);
+    }
+}
