@@ -12,8 +12,10 @@ use grove_common::{
     receipt as receipts,
 };
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, ExprTrait, QueryFilter,
-    SqlErr, TransactionTrait,
+    ActiveValue::Set,
+    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, ExprTrait, QueryFilter, SqlErr,
+    TransactionTrait,
+    sea_query::{Expr, OnConflict},
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -68,64 +70,28 @@ fn existing(record: idempotency::Model) -> Claim {
     }
 }
 
-/// Claims `scope` for a new call paid by `pay`, or reports who already holds it. `now` is the
-/// service clock's reading, which measures the idempotency windows (tests move it).
+/// Claims `scope` for a new call paid by `pay`, or reports who already holds it, in one
+/// transaction: the scope, the payment reservation, the call and its receipt. `window_start` is
+/// the service clock's reading, which measures the idempotency windows (tests move it); the
+/// records themselves carry wall-clock times.
 pub async fn claim(
     db: &DatabaseConnection,
     scope: &Scope,
-    call: &NewCall,
-    pay: &NewPayment,
-    now: DateTime<Utc>,
+    call: NewCall,
+    pay: NewPayment,
+    window_start: DateTime<Utc>,
 ) -> Result<Claim, DbErr> {
-    if let Some(record) = find_scope(db, &scope.key, now).await? {
+    if let Some(record) = find_scope(db, &scope.key, window_start).await? {
         return Ok(existing(record));
     }
-    let mut cleared = false;
-    loop {
-        let taken = match insert_claim(db, scope, call, pay, now).await? {
-            Inserted::Claim(claim) => return Ok(claim),
-            Inserted::ScopeTaken(e) => e,
-        };
-        // Of two concurrent identical requests, the loser lands here and waits for the winner.
-        if let Some(record) = find_scope(db, &scope.key, now).await? {
-            return Ok(existing(record));
-        }
-        if cleared {
-            return Err(taken);
-        }
-        // Only an expired record holds the scope; it answers nothing any more. Deleting it here,
-        // rather than before every insert, keeps a write off the common path.
-        idempotency::Entity::delete_many()
-            .filter(idempotency::Column::Scope.eq(scope.key.clone()))
-            .filter(idempotency::Column::ExpiresAt.lte(now))
-            .exec(db)
-            .await?;
-        cleared = true;
-    }
-}
-
-enum Inserted {
-    Claim(Claim),
-    /// Another record holds the scope (live or expired); carries the insert's error.
-    ScopeTaken(DbErr),
-}
-
-/// One transaction: the scope, the payment reservation, the call and its receipt.
-async fn insert_claim(
-    db: &DatabaseConnection,
-    scope: &Scope,
-    call: &NewCall,
-    pay: &NewPayment,
-    window_start: DateTime<Utc>,
-) -> Result<Inserted, DbErr> {
-    // Records carry wall-clock times; only the idempotency window runs on the service clock.
     let now = Utc::now();
     let call_id = Uuid::now_v7();
     let receipt_id = receipts::new_id();
     let window = chrono::Duration::from_std(scope.window).unwrap_or(chrono::Duration::hours(24));
     let txn = db.begin().await?;
-    // The scope first: of two concurrent identical requests, the loser fails here rather than
-    // on the shared nonce below.
+    // The scope first: of two concurrent identical requests, the loser stops here rather than
+    // on the shared nonce below. An expired record answers nothing any more, so the insert
+    // takes its place in the same statement (no separate delete on the paid path).
     let scope_row = idempotency::ActiveModel {
         scope: Set(scope.key.clone()),
         call_id: Set(call_id),
@@ -133,21 +99,38 @@ async fn insert_claim(
         expires_at: Set(window_start + window),
         created_at: Set(window_start),
     };
-    if let Err(e) = idempotency::Entity::insert(scope_row).exec(&txn).await {
+    let replace_if_expired = OnConflict::column(idempotency::Column::Scope)
+        .update_columns([
+            idempotency::Column::CallId,
+            idempotency::Column::RequestHash,
+            idempotency::Column::ExpiresAt,
+            idempotency::Column::CreatedAt,
+        ])
+        .action_and_where(
+            Expr::col((idempotency::Entity, idempotency::Column::ExpiresAt)).lte(window_start),
+        )
+        .to_owned();
+    let claimed = idempotency::Entity::insert(scope_row)
+        .on_conflict(replace_if_expired)
+        .exec_without_returning(&txn)
+        .await?;
+    if claimed == 0 {
+        // A live record holds the scope: wait for, replay or refuse against its call.
         txn.rollback().await?;
-        return if is_unique_violation(&e) {
-            Ok(Inserted::ScopeTaken(e))
-        } else {
-            Err(e)
+        return match find_scope(db, &scope.key, window_start).await? {
+            Some(record) => Ok(existing(record)),
+            None => Err(DbErr::Custom(
+                "idempotency scope held by a record that is not live".into(),
+            )),
         };
     }
     let payment_row = payment::ActiveModel {
         id: Set(Uuid::now_v7()),
         call_id: Set(call_id),
         payer: Set(call.payer.clone()),
-        nonce: Set(pay.nonce.clone()),
-        amount: Set(pay.amount.clone()),
-        network: Set(pay.network.clone()),
+        nonce: Set(pay.nonce),
+        amount: Set(pay.amount),
+        network: Set(pay.network),
         x402_version: Set(pay.x402_version),
         status: Set("reserved".into()),
         transaction: Set(None),
@@ -158,7 +141,7 @@ async fn insert_claim(
     if let Err(e) = payment::Entity::insert(payment_row).exec(&txn).await {
         txn.rollback().await?;
         return if is_unique_violation(&e) {
-            Ok(Inserted::Claim(Claim::NonceUsed))
+            Ok(Claim::NonceUsed)
         } else {
             Err(e)
         };
@@ -166,17 +149,17 @@ async fn insert_claim(
     let call_row = call::ActiveModel {
         id: Set(call_id),
         kind: Set(call.kind.to_owned()),
-        agent: Set(call.agent.clone()),
-        mode: Set(call.mode.clone()),
-        payer: Set(call.payer.clone()),
-        request_hash: Set(call.request_hash.clone()),
-        request: Set(call.request.clone()),
+        agent: Set(call.agent),
+        mode: Set(call.mode),
+        payer: Set(call.payer),
+        request_hash: Set(call.request_hash),
+        request: Set(call.request),
         status: Set(status::PENDING.into()),
         attempts: Set(0),
         runs: Set(0),
         error: Set(None),
         receipt_id: Set(receipt_id.clone()),
-        request_id: Set(call.request_id.clone()),
+        request_id: Set(call.request_id),
         created_at: Set(now),
         updated_at: Set(now),
         completed_at: Set(None),
@@ -193,7 +176,7 @@ async fn insert_claim(
     };
     receipt::Entity::insert(receipt_row).exec(&txn).await?;
     txn.commit().await?;
-    Ok(Inserted::Claim(Claim::New(Box::new(model))))
+    Ok(Claim::New(Box::new(model)))
 }
 
 /// Settlement outcome of the call's payment.

@@ -94,7 +94,7 @@ pub async fn serve(
     let claim = ledger::claim(
         &state.db,
         &scope,
-        &NewCall {
+        NewCall {
             kind: purchase.kind.as_str(),
             agent: purchase.agent.map(str::to_owned),
             mode: purchase.mode.map(str::to_owned),
@@ -103,7 +103,7 @@ pub async fn serve(
             request: purchase.body.clone(),
             request_id: crate::request_id::current(),
         },
-        &NewPayment {
+        NewPayment {
             nonce: format!("{:#x}", payment.nonce),
             amount: payment.amount_atomic.to_string(),
             network: grove_common::x402::NETWORK_V2.into(),
