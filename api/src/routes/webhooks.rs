@@ -101,7 +101,7 @@ async fn status_callback(
     let Some(msg) = reported_message(&state, sid, &uri).await? else {
         return Ok(twiml());
     };
-    let outcome_was_unknown = msg.status == "unknown";
+    let outcome_was_unknown = msg.status == reviews::UNKNOWN;
     let Some(msg) = apply_report(&state.db, msg, new_status, sid, error_code, now)
         .await
         .map_err(internal)?
@@ -199,7 +199,11 @@ async fn reported_message(
     {
         return Ok(Some(msg));
     }
-    let Some(id) = uri.query().and_then(reviews::callback_message_id) else {
+    let query: Vec<(String, String)> =
+        serde_urlencoded::from_str(uri.query().unwrap_or_default()).unwrap_or_default();
+    let Some(id) =
+        param(&query, reviews::CALLBACK_MESSAGE_PARAM).and_then(|v| uuid::Uuid::parse_str(v).ok())
+    else {
         return Ok(None);
     };
     Ok(reviews::message_by_id(&state.db, id)

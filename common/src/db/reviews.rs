@@ -13,7 +13,7 @@ use uuid::Uuid;
 mod attempt;
 pub use attempt::{
     ATTEMPT_HEARTBEAT, ATTEMPT_STALE_AFTER, ATTEMPTING, Attempt, CALLBACK_MESSAGE_PARAM,
-    NewMessage, begin_attempt, callback_message_id, callback_url, in_flight, touch_attempt,
+    NewMessage, UNKNOWN, begin_attempt, callback_url, in_flight, touch_attempt,
 };
 
 pub mod status {
@@ -186,7 +186,7 @@ pub fn message_rank(s: &str) -> u8 {
         "accepted" | "scheduled" | "queued" => 1,
         "sending" => 2,
         "sent" => 3,
-        "delivered" | "undelivered" | "failed" | "canceled" | "unknown" => 4,
+        "delivered" | "undelivered" | "failed" | "canceled" | UNKNOWN => 4,
         "read" => 5,
         _ => 0,
     }

@@ -233,7 +233,7 @@ async fn deliver(
             } else {
                 // The earlier run may have reached the provider before it died. A second SMS is
                 // worse than none: record the unknown outcome and stop.
-                reviews::message_status(&deps.db, &msg, "unknown", None, None, now).await?;
+                reviews::message_status(&deps.db, &msg, reviews::UNKNOWN, None, None, now).await?;
                 reviews::advance(
                     &deps.db,
                     &req.id,
