@@ -246,3 +246,16 @@ pub fn compile(schema: &Value) -> jsonschema::Validator {
         .build(schema)
         .expect("published schema compiles")
 }
+
+/// Polls `cond` until it holds. The 20 s bound turns a hang into a failure; it is not a timing
+/// assertion.
+pub async fn wait_until(what: &str, mut cond: impl AsyncFnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !cond().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

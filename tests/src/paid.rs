@@ -200,6 +200,23 @@ impl PaidApp {
         self.app.post_json(path, body, &headers).await
     }
 
+    /// Sends a paid request on its own task, so the test can act while it is in flight.
+    pub fn spawn_paid_call(
+        &self,
+        path: &str,
+        body: &Value,
+        payment: &str,
+    ) -> tokio::task::JoinHandle<reqwest::Result<reqwest::Response>> {
+        let request = self
+            .app
+            .client
+            .post(self.app.url(path))
+            .header("content-type", "application/json")
+            .header("payment-signature", payment)
+            .body(body.to_string());
+        tokio::spawn(request.send())
+    }
+
     /// Challenge, sign, pay: the whole happy path in one call.
     pub async fn pay_and_call(
         &self,

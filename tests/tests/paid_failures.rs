@@ -225,18 +225,10 @@ async fn past_the_deadline_the_call_answers_504_with_a_receipt_and_finishes_late
     assert_eq!(error_of(dup).await["error"]["code"], "request_in_progress");
 
     // Poll the receipt until the work finishes (a condition, bounded), then the retry replays.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let status = rig.app.get_json(&receipt_url).await["status"].clone();
-        if status == "completed" {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the call never completed"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    grove_tests::wait_until("the call to complete", async || {
+        rig.app.get_json(&receipt_url).await["status"] == "completed"
+    })
+    .await;
     let replay = rig.send_paid(PATH, &body, &payment, None).await;
     assert_eq!(replay.status(), 200);
     assert_eq!(replay.headers()["idempotent-replay"], "true");

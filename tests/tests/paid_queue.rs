@@ -4,10 +4,11 @@
 use grove_tests::{
     llm::{Reply, caller_body},
     paid::{Options, spawn_paid},
+    wait_until,
     x402::PayOptions,
 };
 use serde_json::Value;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PATH: &str = "/api/v1/agents/mary/call";
 
@@ -70,14 +71,6 @@ async fn redis_workers_serve_paid_calls_for_several_coaches() {
     assert_eq!(rig.llm.received(), 3);
 }
 
-async fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test]
 async fn a_worker_killed_mid_job_still_delivers_and_the_model_is_billed_once() {
     // API with Redis and no in-process worker; the workers are separate processes.
@@ -95,26 +88,9 @@ async fn a_worker_killed_mid_job_still_delivers_and_the_model_is_billed_once() {
     rig.llm.script([Reply::Slow(Duration::from_secs(4))]);
     let body = caller_body("diagnose_growth");
     let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
-    let call = {
-        let client = rig.app.client.clone();
-        let url = rig.app.url(PATH);
-        let (body, payment) = (body.to_string(), payment.clone());
-        tokio::spawn(async move {
-            client
-                .post(url)
-                .header("content-type", "application/json")
-                .header("payment-signature", payment)
-                .body(body)
-                .send()
-                .await
-        })
-    };
+    let call = rig.spawn_paid_call(PATH, &body, &payment);
     // The first worker has the job and is waiting on the model: kill it without warning.
-    let llm = rig.llm.clone();
-    wait_for("the first model request", Duration::from_secs(20), || {
-        llm.received() == 1
-    })
-    .await;
+    wait_until("the first model request", async || rig.llm.received() == 1).await;
     first.kill().expect("SIGKILL the worker");
     let _ = first.wait();
     let mut second = rig.start_worker_process();

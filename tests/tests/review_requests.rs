@@ -8,10 +8,11 @@ use grove_tests::{
     action_body,
     paid::{Options, PaidApp, TWILIO_TOKEN, spawn_paid},
     twilio::{InboundSms, Received, StatusCallback, sign_webhook},
+    wait_until,
     x402::PayOptions,
 };
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PATH: &str = "/api/v1/actions/review-request/call";
 
@@ -38,14 +39,6 @@ fn body_for(rig: &PaidApp, phone: &str) -> Value {
     b["consent"]["captured_at"] = json!((rig.clock.now() - Days::days(30)).to_rfc3339());
     b["follow_up"] = json!({"enabled": true, "after_hours": 24});
     b
-}
-
-async fn wait_until(what: &str, mut cond: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cond().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// One figure of the embedded sweeper from `/metrics`.
@@ -673,23 +666,7 @@ async fn a_worker_killed_mid_send_never_sends_a_second_message() {
     body["customer"]["timezone"] = json!(zone_at_midday());
     body["consent"]["captured_at"] = json!((Utc::now() - Days::days(30)).to_rfc3339());
     let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
-    let call = {
-        let (client, url, body, payment) = (
-            rig.app.client.clone(),
-            rig.app.url(PATH),
-            body.to_string(),
-            payment.clone(),
-        );
-        tokio::spawn(async move {
-            client
-                .post(url)
-                .header("content-type", "application/json")
-                .header("payment-signature", payment)
-                .body(body)
-                .send()
-                .await
-        })
-    };
+    let call = rig.spawn_paid_call(PATH, &body, &payment);
     wait_until("the send to reach Twilio", async || rig.twilio.sends() == 1).await;
     first.kill().expect("SIGKILL");
     let _ = first.wait();
@@ -756,23 +733,7 @@ async fn a_delivery_report_that_beats_the_send_record_still_counts() {
         ))]);
     let body = body_for(&rig, "+13125550161");
     let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
-    let call = {
-        let (client, url, body, payment) = (
-            rig.app.client.clone(),
-            rig.app.url(PATH),
-            body.to_string(),
-            payment.clone(),
-        );
-        tokio::spawn(async move {
-            client
-                .post(url)
-                .header("content-type", "application/json")
-                .header("payment-signature", payment)
-                .body(body)
-                .send()
-                .await
-        })
-    };
+    let call = rig.spawn_paid_call(PATH, &body, &payment);
     // Twilio has the message but has not answered us yet: we do not know its sid.
     wait_until("the send to reach Twilio", async || rig.twilio.sends() == 1).await;
     let (sid, path) = reported_to(&rig);
