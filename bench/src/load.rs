@@ -11,6 +11,22 @@ pub struct Request {
     pub expect_status: u16,
 }
 
+impl Request {
+    /// A sandbox POST of `body` to `url`: the free baseline every benchmark runs beside.
+    pub fn sandbox(url: String, body: Vec<u8>) -> Self {
+        Self {
+            method: reqwest::Method::POST,
+            url,
+            headers: vec![
+                ("content-type", "application/json".into()),
+                ("x-grove-sandbox", "1".into()),
+            ],
+            body: Some(body),
+            expect_status: 200,
+        }
+    }
+}
+
 pub struct Report {
     pub name: String,
     pub requests: usize,

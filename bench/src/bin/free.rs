@@ -84,16 +84,7 @@ async fn main() {
         CONNECTIONS,
         warmup,
         duration,
-        move |_| Request {
-            method: Method::POST,
-            url: format!("{g}/api/v1/agents/mary/call"),
-            headers: vec![
-                ("content-type", "application/json".into()),
-                ("x-grove-sandbox", "1".into()),
-            ],
-            body: Some(body.clone()),
-            expect_status: 200,
-        },
+        move |_| Request::sandbox(format!("{g}/api/v1/agents/mary/call"), body.clone()),
     )
     .await;
     let g = grove.clone();

@@ -200,16 +200,7 @@ async fn main() {
         CONNECTIONS,
         Duration::from_secs(1),
         Duration::from_secs(secs),
-        move |_| Request {
-            method: Method::POST,
-            url: format!("{b}{PATH}"),
-            headers: vec![
-                ("content-type", "application/json".into()),
-                ("x-grove-sandbox", "1".into()),
-            ],
-            body: Some(body.clone()),
-            expect_status: 200,
-        },
+        move |_| Request::sandbox(format!("{b}{PATH}"), body.clone()),
     )
     .await;
     let b = base_rig.base.clone();
@@ -219,16 +210,7 @@ async fn main() {
         1,
         Duration::from_millis(300),
         Duration::from_secs(secs),
-        move |_| Request {
-            method: Method::POST,
-            url: format!("{b}{PATH}"),
-            headers: vec![
-                ("content-type", "application/json".into()),
-                ("x-grove-sandbox", "1".into()),
-            ],
-            body: Some(body.clone()),
-            expect_status: 200,
-        },
+        move |_| Request::sandbox(format!("{b}{PATH}"), body.clone()),
     )
     .await;
     drop(base_rig);

@@ -60,16 +60,7 @@ async fn main() {
         CONNECTIONS,
         Duration::from_secs(1),
         Duration::from_secs(secs),
-        move |_| Request {
-            method: Method::POST,
-            url: format!("{b}{PATH}"),
-            headers: vec![
-                ("content-type", "application/json".into()),
-                ("x-grove-sandbox", "1".into()),
-            ],
-            body: Some(sandbox_body.clone()),
-            expect_status: 200,
-        },
+        move |_| Request::sandbox(format!("{b}{PATH}"), sandbox_body.clone()),
     )
     .await;
 
