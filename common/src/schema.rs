@@ -268,36 +268,16 @@ mod tests {
             let s = reg.mode(m.id).expect("schema").response.json().clone();
             let caps = m.tier.caps();
             let p = &s["properties"];
-            assert_eq!(
-                p["reply"]["maxLength"],
-                json!(caps.reply_max_chars),
-                "{}",
-                m.id
-            );
-            assert_eq!(
-                p["numbers"]["maxItems"],
-                json!(caps.numbers_max),
-                "{}",
-                m.id
-            );
-            assert_eq!(
-                p["actions"]["minItems"],
-                json!(caps.actions_min),
-                "{}",
-                m.id
-            );
-            assert_eq!(
-                p["actions"]["maxItems"],
-                json!(caps.actions_max),
-                "{}",
-                m.id
-            );
-            assert_eq!(
-                p["caveats"]["maxItems"],
-                json!(caps.caveats_max),
-                "{}",
-                m.id
-            );
+            let expected = [
+                ("/reply/maxLength", caps.reply_max_chars),
+                ("/numbers/maxItems", caps.numbers_max),
+                ("/actions/minItems", caps.actions_min),
+                ("/actions/maxItems", caps.actions_max),
+                ("/caveats/maxItems", caps.caveats_max),
+            ];
+            for (pointer, cap) in expected {
+                assert_eq!(p.pointer(pointer), Some(&json!(cap)), "{} {pointer}", m.id);
+            }
             let agents: Vec<&str> = catalog::coaches_offering(m.id).map(|c| c.id).collect();
             assert_eq!(p["agent"]["enum"], json!(agents), "{}", m.id);
             assert_eq!(p["mode"]["const"], json!(m.id));

@@ -6,54 +6,43 @@ use grove_common::config::LlmProviderKind;
 
 const PROVIDERS: [LlmProviderKind; 2] = [LlmProviderKind::OpenAi, LlmProviderKind::Anthropic];
 
-/// Keywords each provider's strict decoder rejects, or that llm.md marks as risky.
-fn forbidden(provider: LlmProviderKind) -> &'static [&'static str] {
-    match provider {
-        LlmProviderKind::OpenAi => &[
-            "$schema",
-            "title",
-            "uniqueItems",
-            "minLength",
-            "maxLength",
-            "allOf",
-            "oneOf",
-            "not",
-            "if",
-            "then",
-            "else",
-            "prefixItems",
-            "dependentRequired",
-            "dependentSchemas",
-            "patternProperties",
-            "default",
-            "examples",
-        ],
-        LlmProviderKind::Anthropic => &[
-            "$schema",
-            "title",
-            "uniqueItems",
-            "minLength",
-            "maxLength",
-            "allOf",
-            "oneOf",
-            "not",
-            "if",
-            "then",
-            "else",
-            "prefixItems",
-            "dependentRequired",
-            "dependentSchemas",
-            "patternProperties",
-            "default",
-            "examples",
-            "minimum",
-            "maximum",
-            "exclusiveMinimum",
-            "exclusiveMaximum",
-            "multipleOf",
-            "maxItems",
-        ],
+/// Keywords both providers' strict decoders reject, or that llm.md marks as risky.
+const FORBIDDEN_BOTH: [&str; 17] = [
+    "$schema",
+    "title",
+    "uniqueItems",
+    "minLength",
+    "maxLength",
+    "allOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "prefixItems",
+    "dependentRequired",
+    "dependentSchemas",
+    "patternProperties",
+    "default",
+    "examples",
+];
+
+/// Numeric and array bounds Anthropic's structured outputs do not accept on top of those.
+const FORBIDDEN_ANTHROPIC_ONLY: [&str; 6] = [
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "maxItems",
+];
+
+fn forbidden(provider: LlmProviderKind) -> Vec<&'static str> {
+    let mut keys = FORBIDDEN_BOTH.to_vec();
+    if provider == LlmProviderKind::Anthropic {
+        keys.extend(FORBIDDEN_ANTHROPIC_ONLY);
     }
+    keys
 }
 
 /// Calls `f(pointer, node)` for every schema node (not for the names inside `properties`).
@@ -110,7 +99,7 @@ fn provider_copies_hold_no_forbidden_keyword_for_any_mode() {
             let s = provider_schema(&model, p);
             walk(&s, "", &mut |at, node| {
                 let obj = node.as_object().unwrap();
-                for k in forbidden(p) {
+                for k in &forbidden(p) {
                     assert!(!obj.contains_key(*k), "{} {p:?} {at} has {k}", m.id);
                 }
                 if p == LlmProviderKind::Anthropic
