@@ -10,24 +10,7 @@ macro_rules! samples {
     };
 }
 
-static COACHING: &[(&str, &str)] = samples!(
-    "diagnose_growth",
-    "design_offer",
-    "rewrite_pricing",
-    "funnel_review",
-    "write_outbound_sequence",
-    "audit_function",
-    "handle_objections",
-    "position_against_alternatives",
-    "plan_capacity",
-    "draft_sop",
-    "rescue_churn",
-    "plan_onboarding",
-    "decide_stack",
-    "map_automation",
-    "scope_role",
-    "map_accountability",
-);
+static COACHING: &[(&str, &str)] = crate::with_mode_ids!(samples!());
 
 static REVIEW_REQUEST: &str = include_str!("sandbox/review_request.json");
 

@@ -19,24 +19,7 @@ macro_rules! embedded_pairs {
 }
 
 /// (directory, request schema, response schema). A unit test checks this list against the catalog.
-static COACHING_FILES: &[(&str, &str, &str)] = embedded_pairs!(
-    "diagnose_growth",
-    "design_offer",
-    "rewrite_pricing",
-    "funnel_review",
-    "write_outbound_sequence",
-    "audit_function",
-    "handle_objections",
-    "position_against_alternatives",
-    "plan_capacity",
-    "draft_sop",
-    "rescue_churn",
-    "plan_onboarding",
-    "decide_stack",
-    "map_automation",
-    "scope_role",
-    "map_accountability",
-);
+static COACHING_FILES: &[(&str, &str, &str)] = crate::with_mode_ids!(embedded_pairs!());
 static ACTION_FILES: &[(&str, &str, &str)] = embedded_pairs!("actions/review_request");
 
 /// One published schema: its exact bytes, parsed form and compiled validator.

@@ -175,3 +175,31 @@ pub static MODES: [Mode; 16] = [
         ],
     },
 ];
+
+/// Calls `$callback!` with the sixteen mode ids as string literals, in catalog order, after any
+/// leading tokens. Files embedded per mode need literal paths (`include_str!`), so every such
+/// list is spelled through this one; unit tests tie each embedded list to `MODES`.
+#[macro_export]
+macro_rules! with_mode_ids {
+    ($callback:ident ! ( $($lead:tt)* )) => {
+        $callback!(
+            $($lead)*
+            "diagnose_growth",
+            "design_offer",
+            "rewrite_pricing",
+            "funnel_review",
+            "write_outbound_sequence",
+            "audit_function",
+            "handle_objections",
+            "position_against_alternatives",
+            "plan_capacity",
+            "draft_sop",
+            "rescue_churn",
+            "plan_onboarding",
+            "decide_stack",
+            "map_automation",
+            "scope_role",
+            "map_accountability",
+        )
+    };
+}

@@ -23,24 +23,7 @@ static COACHES: &[(&str, &str)] =
     embedded!("coaches": "mary", "reed", "iris", "oak", "violet", "fern", "willow");
 
 /// Instructions per mode. A unit test checks the list against the catalog.
-static MODES: &[(&str, &str)] = embedded!("modes":
-    "diagnose_growth",
-    "design_offer",
-    "rewrite_pricing",
-    "funnel_review",
-    "write_outbound_sequence",
-    "audit_function",
-    "handle_objections",
-    "position_against_alternatives",
-    "plan_capacity",
-    "draft_sop",
-    "rescue_churn",
-    "plan_onboarding",
-    "decide_stack",
-    "map_automation",
-    "scope_role",
-    "map_accountability",
-);
+static MODES: &[(&str, &str)] = grove_common::with_mode_ids!(embedded!("modes":));
 
 fn lookup(table: &[(&str, &'static str)], id: &str) -> &'static str {
     table
