@@ -6,6 +6,7 @@ pub mod coaching;
 pub mod envelope;
 pub mod jobs;
 pub mod llm;
+pub mod log_text;
 pub mod prompts;
 pub mod review;
 pub mod runtime;

@@ -141,19 +141,7 @@ fn fallback_message(raw: &RawResponse) -> String {
     }
 }
 
-/// Keeps provider messages short enough for a log line.
-pub(super) fn clip(mut message: String) -> String {
-    const MAX: usize = 300;
-    if message.len() > MAX {
-        let mut cut = MAX;
-        while !message.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        message.truncate(cut);
-        message.push('…');
-    }
-    message
-}
+pub(super) use crate::log_text::clip;
 
 #[cfg(test)]
 mod tests {
@@ -205,11 +193,5 @@ mod tests {
                 ..
             }
         ));
-    }
-
-    #[test]
-    fn clip_keeps_char_boundaries() {
-        let clipped = clip("é".repeat(400));
-        assert!(clipped.ends_with('…') && clipped.len() <= 303);
     }
 }

@@ -4,6 +4,7 @@
 use super::LlmError;
 use super::error::classify_failure;
 use super::retry::Failure;
+use crate::log_text::error_chain;
 use reqwest::header::HeaderMap;
 use std::time::Duration;
 
@@ -83,16 +84,4 @@ fn transient(error: reqwest::Error) -> Failure {
         message: format!("{kind}: {}", error_chain(&error)),
         retry_after: None,
     }
-}
-
-/// The error and its causes on one line.
-fn error_chain(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

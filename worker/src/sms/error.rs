@@ -134,17 +134,7 @@ fn fallback_message(status: u16, body: &str) -> String {
 
 /// Short enough for a log line, and without phone numbers.
 pub(super) fn scrub(message: String) -> String {
-    const MAX: usize = 300;
-    let mut message = redact_numbers(&message);
-    if message.len() > MAX {
-        let mut cut = MAX;
-        while !message.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        message.truncate(cut);
-        message.push('…');
-    }
-    message
+    crate::log_text::clip(redact_numbers(&message))
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use super::retry::{Failure, with_retries};
 use super::{
     OutgoingSms, RetryPolicy, SentSms, SmsError, SmsProvider, VALIDITY_PERIOD_S, mask_phone,
 };
+use crate::log_text::error_chain;
 use base64::{Engine, engine::general_purpose::STANDARD};
 use grove_common::config::TwilioConfig;
 use reqwest::header::{AUTHORIZATION, HeaderValue};
@@ -227,18 +228,6 @@ fn maybe_sent(status: Option<u16>, error: &reqwest::Error) -> Failure {
         )),
         may_have_been_sent: true,
     })
-}
-
-/// The error and its causes on one line.
-fn error_chain(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]
