@@ -18,7 +18,7 @@ use std::{
     },
     time::Duration,
 };
-use tokio::{net::TcpListener, sync::oneshot};
+use tokio::sync::oneshot;
 
 /// How the next `/settle` calls are answered.
 #[derive(Clone, Debug, Default)]
@@ -80,20 +80,9 @@ impl FakeFacilitator {
         let app = Router::new()
             .route("/settle", post(settle))
             .with_state(inner.clone());
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1:0");
-        let addr = listener.local_addr().expect("local address");
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
+        let (url, stop) = crate::serve_loopback(app).await;
         Self {
-            url: format!("http://{addr}"),
+            url,
             inner,
             stop: Some(stop),
         }

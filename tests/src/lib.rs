@@ -259,3 +259,20 @@ pub async fn wait_until(what: &str, mut cond: impl AsyncFnMut() -> bool) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// Serves a fake provider on a loopback port: its base URL, and the sender that stops it.
+pub async fn serve_loopback(app: axum::Router) -> (String, oneshot::Sender<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let addr = listener.local_addr().expect("local address");
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+    (format!("http://{addr}"), stop)
+}

@@ -27,7 +27,7 @@ use std::{
     },
     time::Duration,
 };
-use tokio::{net::TcpListener, sync::oneshot};
+use tokio::sync::oneshot;
 
 pub const ACCOUNT_SID: &str = "AC00000000000000000000000000000a11";
 /// Doubles as a marker: it must never show up in a log line.
@@ -119,18 +119,9 @@ impl FakeTwilio {
         let app = Router::new()
             .route("/2010-04-01/Accounts/{sid}/Messages.json", post(create))
             .with_state(inner.clone());
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("local address");
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
+        let (url, stop) = crate::serve_loopback(app).await;
         Self {
-            url: format!("http://{addr}"),
+            url,
             inner,
             stop: Some(stop),
         }
