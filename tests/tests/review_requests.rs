@@ -41,6 +41,17 @@ fn body_for(rig: &PaidApp, phone: &str) -> Value {
     b
 }
 
+/// Pays for a review request to `phone`; returns the tracked request's id.
+async fn paid_review_request(rig: &PaidApp, phone: &str) -> String {
+    let tracked: Value = rig
+        .pay_and_call(PATH, &body_for(rig, phone), None)
+        .await
+        .json()
+        .await
+        .expect("json");
+    tracked["id"].as_str().expect("id").to_owned()
+}
+
 /// One figure of the embedded sweeper from `/metrics`.
 async fn sweeper_metric(rig: &PaidApp, name: &str) -> i64 {
     let text = rig
@@ -286,13 +297,7 @@ fn merge(into: &mut Value, patch: &Value) {
 async fn stop_opts_out_and_the_next_request_is_refused_before_payment() {
     let rig = rig().await;
     let phone = "+13125550146";
-    let tracked: Value = rig
-        .pay_and_call(PATH, &body_for(&rig, phone), None)
-        .await
-        .json()
-        .await
-        .expect("json");
-    let id = tracked["id"].as_str().expect("id").to_owned();
+    let id = paid_review_request(&rig, phone).await;
 
     // A forged signature changes nothing.
     let form = inbound_form(phone, "STOP");
@@ -385,13 +390,7 @@ async fn a_florida_number_at_2030_local_is_deferred_to_the_next_opening() {
 #[tokio::test]
 async fn the_follow_up_goes_out_after_delivery_plus_the_delay() {
     let rig = rig().await;
-    let tracked: Value = rig
-        .pay_and_call(PATH, &body_for(&rig, "+13125550148"), None)
-        .await
-        .json()
-        .await
-        .expect("json");
-    let id = tracked["id"].as_str().expect("id").to_owned();
+    let id = paid_review_request(&rig, "+13125550148").await;
     let sid = sent(&rig)[0].sid.clone().expect("sid");
     let r = post_webhook(
         &rig,
@@ -497,13 +496,7 @@ async fn a_click_or_a_stop_cancels_the_pending_follow_up() {
 #[tokio::test]
 async fn duplicate_and_late_status_callbacks_change_nothing() {
     let rig = rig().await;
-    let tracked: Value = rig
-        .pay_and_call(PATH, &body_for(&rig, "+13125550151"), None)
-        .await
-        .json()
-        .await
-        .expect("json");
-    let id = tracked["id"].as_str().expect("id").to_owned();
+    let id = paid_review_request(&rig, "+13125550151").await;
     let sid = sent(&rig)[0].sid.clone().expect("sid");
     for s in ["delivered", "delivered", "sent", "queued"] {
         assert_eq!(
