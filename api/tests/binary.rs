@@ -42,13 +42,7 @@ fn api_serves_and_stops_cleanly_on_sigterm() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(healthy, "api never answered /healthz");
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .expect("kill")
-            .success()
-    );
+    sigterm(&child);
     let deadline = Instant::now() + Duration::from_secs(20);
     let status = loop {
         if let Ok(Some(s)) = child.try_wait() {
@@ -143,13 +137,7 @@ fn traces_are_exported_over_otlp_and_flushed_at_shutdown() {
         }
     }
     assert!(answered, "api never answered");
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .expect("kill")
-            .success()
-    );
+    sigterm(&child);
     let deadline = Instant::now() + Duration::from_secs(20);
     while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
@@ -159,4 +147,13 @@ fn traces_are_exported_over_otlp_and_flushed_at_shutdown() {
         posts.load(std::sync::atomic::Ordering::SeqCst) >= 1,
         "no OTLP trace export reached the collector"
     );
+}
+
+/// Sends SIGTERM, the way a process manager stops the service.
+fn sigterm(child: &std::process::Child) {
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
 }
