@@ -1,7 +1,13 @@
 //! Jobs as plain data, with stable queue names (renaming a type must not orphan queued jobs).
 
 use serde::{Deserialize, Serialize};
-use std::time::Duration;
+use std::{
+    sync::atomic::{
+        AtomicI64, AtomicU64,
+        Ordering::{Acquire, Relaxed, Release},
+    },
+    time::Duration,
+};
 use uuid::Uuid;
 
 /// Queue of settled coaching calls waiting for a model answer (`{namespace}:coaching`).
@@ -67,33 +73,33 @@ pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(30);
 /// pass is old, and tests wait for a pass that saw the time they set.
 #[derive(Debug, Default)]
 pub struct SweepStats {
-    passes: std::sync::atomic::AtomicU64,
-    actions: std::sync::atomic::AtomicU64,
+    passes: AtomicU64,
+    actions: AtomicU64,
     /// The clock's reading (Unix seconds) at the start of the last completed pass.
-    last_pass_at: std::sync::atomic::AtomicI64,
+    last_pass_at: AtomicI64,
 }
 
 impl SweepStats {
     /// Records a completed pass that started at `started_at` and pushed or moved `actions`.
     pub fn record(&self, started_at: chrono::DateTime<chrono::Utc>, actions: usize) {
-        use std::sync::atomic::Ordering::Relaxed;
         self.actions
             .fetch_add(u64::try_from(actions).unwrap_or(u64::MAX), Relaxed);
-        self.last_pass_at.store(started_at.timestamp(), Relaxed);
         self.passes.fetch_add(1, Relaxed);
+        // Published last (Release): whoever sees this pass's time also sees its counts.
+        self.last_pass_at.store(started_at.timestamp(), Release);
     }
 
     pub fn passes(&self) -> u64 {
-        self.passes.load(std::sync::atomic::Ordering::Relaxed)
+        self.passes.load(Relaxed)
     }
 
     /// Due jobs pushed and requests moved, over all passes.
     pub fn actions(&self) -> u64 {
-        self.actions.load(std::sync::atomic::Ordering::Relaxed)
+        self.actions.load(Relaxed)
     }
 
     /// Unix seconds of the last completed pass, as the sweeper's clock read it (0: none yet).
     pub fn last_pass_at(&self) -> i64 {
-        self.last_pass_at.load(std::sync::atomic::Ordering::Relaxed)
+        self.last_pass_at.load(Acquire)
     }
 }
