@@ -93,12 +93,10 @@ pub async fn touch_attempt(
     Ok(())
 }
 
-/// True while another run may still be inside the provider call for `msg`: it has no provider
-/// answer yet and its lease was renewed recently.
+/// True while another run may still be inside the provider call for `msg`: it is still
+/// `attempting` (no provider answer or report yet) and its lease was renewed recently.
 pub fn in_flight(msg: &review_message::Model, now: DateTime<Utc>) -> bool {
-    msg.status == ATTEMPTING
-        && msg.provider_id.is_none()
-        && now - msg.updated_at < ATTEMPT_STALE_AFTER
+    msg.status == ATTEMPTING && now - msg.updated_at < ATTEMPT_STALE_AFTER
 }
 
 /// The status-callback query parameter that carries our message id, so that a report Twilio
