@@ -4,5 +4,6 @@
 pub mod challenge;
 mod eip3009;
 pub mod facilitator;
+pub mod settle;
 pub mod payment;
 mod payment_header;
