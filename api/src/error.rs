@@ -76,6 +76,15 @@ pub enum ApiError {
     /// 504: the deadline passed; the work goes on and the receipt tells its outcome.
     #[error("the work is still running; poll the receipt or retry the identical request")]
     StillRunning { receipt: serde_json::Value },
+    /// 504: the settlement's outcome is not known yet; it is being reconciled. Never a 402: the
+    /// money may have moved. The receipt tells the outcome; the identical retry waits or replays.
+    #[error(
+        "the payment's settlement has not been confirmed yet; nothing more will be charged: poll the receipt or retry the identical request"
+    )]
+    SettlementPending {
+        receipt: serde_json::Value,
+        retry_after_s: u64,
+    },
     /// 402: the x402 challenge (its body is the v1 requirements, not the error shape).
     #[error("payment required: {}", .0.error)]
     PaymentRequired(Box<Challenge>),
@@ -112,7 +121,9 @@ impl ApiError {
             ApiError::ConsentInvalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::UpstreamFailed { .. } => StatusCode::BAD_GATEWAY,
-            ApiError::StillRunning { .. } => StatusCode::GATEWAY_TIMEOUT,
+            ApiError::StillRunning { .. } | ApiError::SettlementPending { .. } => {
+                StatusCode::GATEWAY_TIMEOUT
+            }
             ApiError::Unavailable(_) | ApiError::PaymentsDisabled => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -142,6 +153,7 @@ impl ApiError {
             ApiError::Forbidden => "forbidden",
             ApiError::UpstreamFailed { .. } => "upstream_failed",
             ApiError::StillRunning { .. } => "still_running",
+            ApiError::SettlementPending { .. } => "settlement_pending",
             ApiError::Unavailable(_) => "unavailable",
             ApiError::PaymentsDisabled => "payments_disabled",
             ApiError::Internal(_) => "internal",
@@ -201,11 +213,15 @@ impl IntoResponse for ApiError {
             "details": details,
             "request_id": request_id::current(),
         });
-        if let ApiError::UpstreamFailed { receipt } | ApiError::StillRunning { receipt } = &self {
+        if let ApiError::UpstreamFailed { receipt }
+        | ApiError::StillRunning { receipt }
+        | ApiError::SettlementPending { receipt, .. } = &self
+        {
             error["receipt"] = receipt.clone();
         }
         let mut response = (status, Json(json!({ "error": error }))).into_response();
-        if let ApiError::RequestInProgress { retry_after_s } = &self
+        if let ApiError::RequestInProgress { retry_after_s }
+        | ApiError::SettlementPending { retry_after_s, .. } = &self
             && let Ok(v) = HeaderValue::from_str(&retry_after_s.to_string())
         {
             response.headers_mut().insert(header::RETRY_AFTER, v);

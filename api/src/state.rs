@@ -1,6 +1,10 @@
 //! Shared application state, built once by `Application::build`.
 
-use crate::{metrics::Metrics, render::Published, x402::facilitator::Facilitator};
+use crate::{
+    metrics::Metrics,
+    render::Published,
+    x402::settle::{AuthorizationReader, Settler},
+};
 use grove_common::{
     clock::Clock, completion::Completions, config::Config, queue::JobQueue, schema::SchemaRegistry,
 };
@@ -19,7 +23,12 @@ pub struct Inner {
     pub db: DatabaseConnection,
     pub queue: JobQueue,
     pub completions: Completions,
-    pub facilitator: Arc<dyn Facilitator>,
+    /// Moves the money: a facilitator, our own settlement on chain, or the development default.
+    pub settler: Arc<dyn Settler>,
+    /// Reads `authorizationState` on chain for reconciliation (`BASE_RPC_URL`), when configured.
+    pub chain: Option<Arc<dyn AuthorizationReader>>,
+    /// Wakes the reconciliation sweep at once (an unknown outcome was just recorded).
+    pub reconcile: Arc<tokio::sync::Notify>,
     pub metrics: Metrics,
     /// Consent age, quiet hours and follow-ups read this clock (tests move it).
     pub clock: Arc<dyn Clock>,

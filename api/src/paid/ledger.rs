@@ -3,11 +3,13 @@
 //! outcomes are written back here.
 
 use super::idempotency::Scope;
+use crate::x402::settle::SettleOutcome;
 use chrono::{DateTime, Utc};
 use grove_common::{
     db::{
         calls::status,
         entities::{call, idempotency, payment, receipt},
+        payments::status as pay_status,
     },
     receipt as receipts,
 };
@@ -15,7 +17,7 @@ use sea_orm::{
     ActiveValue::Set,
     ColumnTrait, DatabaseConnection, DbErr, EntityTrait, ExprTrait, QueryFilter, SqlErr,
     TransactionTrait,
-    sea_query::{Expr, OnConflict},
+    sea_query::{Expr, OnConflict, Query},
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -37,6 +39,10 @@ pub struct NewPayment {
     pub amount: String,
     pub network: String,
     pub x402_version: i32,
+    /// The exact `/settle` body, so reconciliation can re-post the identical payload.
+    pub settle_request: Value,
+    /// The authorization's `validBefore`, unix seconds.
+    pub valid_before: i64,
 }
 
 pub enum Claim {
@@ -132,9 +138,13 @@ pub async fn claim(
         amount: Set(pay.amount),
         network: Set(pay.network),
         x402_version: Set(pay.x402_version),
-        status: Set("reserved".into()),
+        status: Set(pay_status::RESERVED.into()),
         transaction: Set(None),
         error: Set(None),
+        settle_request: Set(Some(pay.settle_request)),
+        valid_before: Set(Some(pay.valid_before)),
+        checks: Set(0),
+        next_check_at: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
     };
@@ -154,7 +164,8 @@ pub async fn claim(
         payer: Set(call.payer),
         request_hash: Set(call.request_hash),
         request: Set(call.request),
-        status: Set(status::PENDING.into()),
+        // Nothing may run until the settlement's outcome is known.
+        status: Set(status::SETTLING.into()),
         attempts: Set(0),
         runs: Set(0),
         error: Set(None),
@@ -179,50 +190,99 @@ pub async fn claim(
     Ok(Claim::New(Box::new(model)))
 }
 
-/// Settlement outcome of the call's payment.
-pub async fn record_settlement(
+/// Writes a settlement's outcome, with what it means for the call, in one transaction:
+/// settled → the call may run (`settling → pending`); refused → nothing was bought (`unpaid`, the
+/// scope released so a new payment can buy it); unknown → the payment is handed to
+/// reconciliation, due at `check_at`, and the call keeps waiting in `settling`.
+/// Returns whether this write moved the call (false when reconciliation got there first).
+pub async fn record_outcome(
     db: &DatabaseConnection,
     call_id: Uuid,
-    status: &str,
-    transaction: Option<String>,
-    error: Option<String>,
-) -> Result<(), DbErr> {
-    payment::Entity::update_many()
-        .col_expr(payment::Column::Status, status.into())
-        .col_expr(payment::Column::Transaction, transaction.into())
-        .col_expr(payment::Column::Error, error.into())
-        .col_expr(payment::Column::UpdatedAt, Utc::now().into())
+    outcome: &SettleOutcome,
+    check_at: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let now = Utc::now();
+    let txn = db.begin().await?;
+    let payment_update = payment::Entity::update_many()
+        .col_expr(payment::Column::UpdatedAt, now.into())
         .filter(payment::Column::CallId.eq(call_id))
-        .exec(db)
-        .await?;
-    Ok(())
+        .filter(payment::Column::Status.is_in([pay_status::RESERVED, pay_status::UNKNOWN]));
+    let moved = match outcome {
+        SettleOutcome::Settled { transaction, local } => {
+            let paid = if *local {
+                pay_status::UNSETTLED
+            } else {
+                pay_status::SETTLED
+            };
+            let tx = Some(transaction.clone()).filter(|t| !t.is_empty());
+            let changed = payment_update
+                .col_expr(payment::Column::Status, paid.into())
+                .col_expr(payment::Column::Transaction, tx.into())
+                .col_expr(payment::Column::Error, Option::<String>::None.into())
+                .col_expr(
+                    payment::Column::NextCheckAt,
+                    Option::<DateTime<Utc>>::None.into(),
+                )
+                .exec(&txn)
+                .await?;
+            changed.rows_affected == 1 && move_call(&txn, call_id, status::PENDING, None).await?
+        }
+        SettleOutcome::Refused { reason } => {
+            let changed = payment_update
+                .col_expr(payment::Column::Status, pay_status::REFUSED.into())
+                .col_expr(payment::Column::Error, Some(reason.clone()).into())
+                .col_expr(
+                    payment::Column::NextCheckAt,
+                    Option::<DateTime<Utc>>::None.into(),
+                )
+                .exec(&txn)
+                .await?;
+            let moved = changed.rows_affected == 1
+                && move_call(
+                    &txn,
+                    call_id,
+                    status::UNPAID,
+                    Some(format!("settlement_failed:{reason}")),
+                )
+                .await?;
+            if moved {
+                idempotency::Entity::delete_many()
+                    .filter(idempotency::Column::CallId.eq(call_id))
+                    .exec(&txn)
+                    .await?;
+            }
+            moved
+        }
+        SettleOutcome::Unknown { reason } => {
+            payment_update
+                .col_expr(payment::Column::Status, pay_status::UNKNOWN.into())
+                .col_expr(payment::Column::Error, Some(reason.clone()).into())
+                .col_expr(payment::Column::NextCheckAt, Some(check_at).into())
+                .exec(&txn)
+                .await?;
+            false
+        }
+    };
+    txn.commit().await?;
+    Ok(moved)
 }
 
-/// After a failed settlement the request bought nothing: release its scope so that a retry with
-/// a fresh payment can proceed, and mark the call failed.
-pub async fn release_unpaid(
-    db: &DatabaseConnection,
-    scope: &str,
+/// `settling → to`, only from `settling`: a settlement outcome decides a call once.
+async fn move_call(
+    txn: &sea_orm::DatabaseTransaction,
     call_id: Uuid,
-    reason: &str,
-) -> Result<(), DbErr> {
-    let txn = db.begin().await?;
-    idempotency::Entity::delete_many()
-        .filter(idempotency::Column::Scope.eq(scope.to_owned()))
-        .filter(idempotency::Column::CallId.eq(call_id))
-        .exec(&txn)
-        .await?;
-    call::Entity::update_many()
-        .col_expr(call::Column::Status, status::FAILED.into())
-        .col_expr(
-            call::Column::Error,
-            Some(format!("settlement_failed:{reason}")).into(),
-        )
+    to: &str,
+    error: Option<String>,
+) -> Result<bool, DbErr> {
+    let res = call::Entity::update_many()
+        .col_expr(call::Column::Status, to.into())
+        .col_expr(call::Column::Error, error.into())
         .col_expr(call::Column::UpdatedAt, Utc::now().into())
         .filter(call::Column::Id.eq(call_id))
-        .exec(&txn)
+        .filter(call::Column::Status.eq(status::SETTLING))
+        .exec(txn)
         .await?;
-    txn.commit().await
+    Ok(res.rows_affected == 1)
 }
 
 pub async fn payment_for(
@@ -235,8 +295,16 @@ pub async fn payment_for(
         .await
 }
 
-/// A failed call's identical retry: back to pending, exactly once among concurrent retries.
+/// A failed call's identical retry: back to pending, exactly once among concurrent retries, and
+/// only when its payment settled: the check is in the same statement, so a call whose settlement
+/// was refused (or is still unknown) can never be re-run for free.
 pub async fn reopen_failed(db: &DatabaseConnection, call_id: Uuid) -> Result<bool, DbErr> {
+    let paid = Query::select()
+        .column(payment::Column::CallId)
+        .from(payment::Entity)
+        .and_where(payment::Column::CallId.eq(call_id))
+        .and_where(payment::Column::Status.is_in(pay_status::PAID))
+        .to_owned();
     let res = call::Entity::update_many()
         .col_expr(call::Column::Status, status::PENDING.into())
         .col_expr(
@@ -246,7 +314,24 @@ pub async fn reopen_failed(db: &DatabaseConnection, call_id: Uuid) -> Result<boo
         .col_expr(call::Column::UpdatedAt, Utc::now().into())
         .filter(call::Column::Id.eq(call_id))
         .filter(call::Column::Status.eq(status::FAILED))
+        .filter(call::Column::Id.in_subquery(paid))
         .exec(db)
         .await?;
     Ok(res.rows_affected == 1)
+}
+
+/// The reason a used authorization's settlement was refused, if it was: a repeat that arrives
+/// after the refusal released the scope gets the 402 the original got, not `payment_already_used`.
+pub async fn refusal_of(
+    db: &DatabaseConnection,
+    payer: &str,
+    nonce: &str,
+) -> Result<Option<String>, DbErr> {
+    Ok(payment::Entity::find()
+        .filter(payment::Column::Payer.eq(payer))
+        .filter(payment::Column::Nonce.eq(nonce))
+        .filter(payment::Column::Status.eq(pay_status::REFUSED))
+        .one(db)
+        .await?
+        .map(|p| p.error.unwrap_or_else(|| "settlement_refused".into())))
 }

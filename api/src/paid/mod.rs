@@ -3,6 +3,7 @@
 
 pub mod idempotency;
 mod ledger;
+pub mod reconcile;
 mod respond;
 mod wait;
 
@@ -13,13 +14,15 @@ use crate::{
     x402::{
         challenge::{self, Challenge, Offer, codes},
         facilitator::SettleRequest,
-        payment::{self, Expected, VerifiedPayment},
+        payment::{self, Expected},
+        settle::SettleOutcome,
     },
 };
 use axum::{http::HeaderMap, response::Response};
 use grove_common::{
     db::{
         calls::{self, status},
+        entities::call,
         reviews,
     },
     jobs::{CoachingJob, ReviewJob, ReviewStep},
@@ -27,6 +30,7 @@ use grove_common::{
 use idempotency::Kind;
 use ledger::{Claim, NewCall, NewPayment};
 use respond::Answer;
+use sea_orm::DbErr;
 use serde_json::Value;
 use tokio::time::Instant;
 use uuid::Uuid;
@@ -91,6 +95,8 @@ pub async fn serve(
     let request_hash = idempotency::request_hash(&path, &canonical);
     let deadline = Instant::now() + state.config.call_deadline;
 
+    let requirements = challenge(codes::PAYMENT_REQUIRED).requirements_for(payment.version);
+    let settle_request = SettleRequest::for_payment(&payment, requirements);
     let claim = ledger::claim(
         &state.db,
         &scope,
@@ -108,6 +114,8 @@ pub async fn serve(
             amount: payment.amount_atomic.to_string(),
             network: grove_common::x402::NETWORK_V2.into(),
             x402_version: i32::from(payment.version),
+            settle_request: serde_json::to_value(&settle_request).map_err(internal)?,
+            valid_before: i64::try_from(payment.valid_before).unwrap_or(i64::MAX),
         },
         state.clock.now(),
     )
@@ -115,40 +123,48 @@ pub async fn serve(
     .map_err(internal)?;
 
     let answer = match claim {
-        Claim::NonceUsed => return Err(refuse(codes::PAYMENT_ALREADY_USED)),
+        Claim::NonceUsed => {
+            let refused = ledger::refusal_of(
+                &state.db,
+                &format!("{:#x}", payment.payer),
+                &format!("{:#x}", payment.nonce),
+            )
+            .await
+            .map_err(internal)?;
+            return Err(refuse(&match refused {
+                Some(reason) => codes::settlement_failed(&reason),
+                None => codes::PAYMENT_ALREADY_USED.to_owned(),
+            }));
+        }
         Claim::Existing {
             request_hash: held, ..
         } if held != request_hash => return Err(ApiError::IdempotencyKeyReused),
         Claim::Existing { call_id, .. } => repeat(state, call_id, deadline).await?,
         Claim::New(call) => {
-            let requirements = challenge(codes::PAYMENT_REQUIRED).requirements_for(payment.version);
-            if let Err(reason) = settle(state, call.id, &payment, requirements).await {
-                ledger::release_unpaid(&state.db, &scope.key, call.id, &reason)
-                    .await
-                    .map_err(internal)?;
-                return Err(refuse(&codes::settlement_failed(&reason)));
-            }
-            if purchase.kind == Kind::ReviewRequest {
-                let payer = format!("{:#x}", payment.payer);
-                if let Err(e) = crate::review::plan::create(
-                    &state.db,
-                    call.id,
-                    &payer,
-                    purchase.body,
-                    state.clock.now(),
-                )
+            let outcome = state.settler.settle(&settle_request).await;
+            state.metrics.settlement(outcome.label());
+            let moved = ledger::record_outcome(&state.db, call.id, &outcome, chrono::Utc::now())
                 .await
-                {
-                    // Paid for but not recorded: fail the call so the identical retry (free)
-                    // creates it again.
-                    tracing::error!(error = %e, call_id = %call.id, "could not record a paid review request");
-                    calls::fail(&state.db, call.id, "could not record the review request")
-                        .await
-                        .map_err(internal)?;
+                .map_err(internal)?;
+            match &outcome {
+                SettleOutcome::Refused { reason } => {
+                    tracing::warn!(call_id = %call.id, %reason, "settlement refused");
+                    // Repeats that waited on this settlement get the same 402.
+                    state.completions.notify(call.id).await;
+                    return Err(refuse(&codes::settlement_failed(reason)));
+                }
+                SettleOutcome::Settled { .. } if moved => {
+                    after_settled(state, &call).await.map_err(internal)?;
+                }
+                SettleOutcome::Settled { .. } => {}
+                SettleOutcome::Unknown { reason } => {
+                    // Not a 402: the money may have moved. Reconciliation starts at once; this
+                    // request waits for its outcome like any repeat would.
+                    tracing::warn!(call_id = %call.id, %reason, "settlement outcome unknown; reconciling");
+                    state.reconcile.notify_one();
                 }
             }
             let enqueued = Instant::now();
-            enqueue(state, call.id).await;
             let outcome = wait::until_final(&state.db, &state.completions, call.id, deadline)
                 .await
                 .map_err(internal)?;
@@ -156,141 +172,112 @@ pub async fn serve(
             Answer::from_wait(call.id, outcome, false)
         }
     };
-    respond::render(state, &payment, answer).await
+    match answer {
+        Answer::Unpaid(code) => Err(refuse(&code)),
+        answer => respond::render(state, &payment, answer).await,
+    }
 }
 
-/// Settles through the facilitator; Err carries the reason for the 402.
-async fn settle(
-    state: &AppState,
-    call_id: Uuid,
-    payment: &VerifiedPayment,
-    requirements: Value,
-) -> Result<(), String> {
-    let request = SettleRequest {
-        x402_version: payment.version,
-        payment_payload: payment.payload.clone(),
-        payment_requirements: requirements,
-    };
-    let outcome = state.facilitator.settle(&request).await;
-    let (status_text, tx, error) = match &outcome {
-        Ok(r) if r.success && state.config.settles_locally() => ("unsettled", None, None),
-        Ok(r) if r.success => ("settled", Some(r.transaction.clone()), None),
-        Ok(r) => (
-            "failed",
-            None,
-            Some(
-                r.error_reason
-                    .clone()
-                    .unwrap_or_else(|| "settlement_refused".into()),
-            ),
-        ),
-        Err(e) => ("failed", None, Some(e.reason().to_owned())),
-    };
-    state.metrics.settlement(status_text);
-    if let Err(e) =
-        ledger::record_settlement(&state.db, call_id, status_text, tx, error.clone()).await
-    {
-        tracing::error!(error = %e, %call_id, "could not record settlement");
-    }
-    match error {
-        None => Ok(()),
-        Some(reason) => {
-            tracing::warn!(%call_id, %reason, "settlement failed");
-            Err(reason)
+/// What follows a settled payment: a review request gets its plan recorded, then the call's job
+/// is pushed. The paid request, a free re-run and reconciliation all come through here.
+pub(crate) async fn after_settled(state: &AppState, call: &call::Model) -> Result<(), DbErr> {
+    if call.kind == Kind::ReviewRequest.as_str() {
+        let planned = crate::review::plan::create(
+            &state.db,
+            call.id,
+            &call.payer,
+            &call.request,
+            state.clock.now(),
+        )
+        .await;
+        if let Err(e) = planned {
+            // Paid for but not recorded: fail the call so the identical retry (free) creates it
+            // again.
+            tracing::error!(error = %e, call_id = %call.id, "could not record a paid review request");
+            calls::fail(&state.db, call.id, "could not record the review request").await?;
+            state.completions.notify(call.id).await;
+            return Ok(());
         }
     }
+    enqueue(state, call.id, &call.kind).await;
+    Ok(())
 }
 
-/// Pushes the call's job. A failed push leaves the call pending; the repeat path re-pushes stale
-/// calls, the review sweeper finds due requests, and the caller gets 504 with its receipt, so
-/// nothing paid for is lost.
-async fn enqueue(state: &AppState, call_id: Uuid) {
+/// Pushes the call's job. A failed push leaves the call pending: the recovery sweep
+/// (`reconcile`) pushes it again until it lands, so nothing paid for is lost.
+pub(crate) async fn enqueue(state: &AppState, call_id: Uuid, kind: &str) -> bool {
     let request_id = crate::request_id::current();
-    let pushed = match calls::load(&state.db, call_id).await {
-        Ok(Some(call)) if call.kind == Kind::ReviewRequest.as_str() => {
-            match reviews::by_call(&state.db, call_id).await {
-                Ok(Some(req)) => state
-                    .queue
-                    .push_review(
-                        ReviewJob {
-                            review_id: req.id,
-                            step: ReviewStep::Send,
-                            request_id,
-                        },
-                        None,
-                    )
-                    .await
-                    .map_err(|e| e.to_string()),
-                Ok(None) => Err("no review request recorded for the call".into()),
-                Err(e) => Err(e.to_string()),
-            }
+    let pushed = if kind == Kind::ReviewRequest.as_str() {
+        match reviews::by_call(&state.db, call_id).await {
+            Ok(Some(req)) => state
+                .queue
+                .push_review(
+                    ReviewJob {
+                        review_id: req.id,
+                        step: ReviewStep::Send,
+                        request_id,
+                    },
+                    None,
+                )
+                .await
+                .map_err(|e| e.to_string()),
+            Ok(None) => Err("no review request recorded for the call".into()),
+            Err(e) => Err(e.to_string()),
         }
-        Ok(Some(_)) => state
+    } else {
+        state
             .queue
             .push(CoachingJob {
                 call_id,
                 request_id,
             })
             .await
-            .map_err(|e| e.to_string()),
-        Ok(None) => Err("no such call".into()),
-        Err(e) => Err(e.to_string()),
+            .map_err(|e| e.to_string())
     };
-    if let Err(e) = pushed {
-        tracing::error!(error = %e, %call_id, "could not enqueue a settled call");
+    match pushed {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::error!(error = %e, %call_id, "could not enqueue a settled call; the recovery sweep retries it");
+            false
+        }
     }
 }
 
-/// A repeat of a request whose scope is held by `call_id`.
+/// A repeat of a request whose scope is held by `call_id`. It never settles anything: it replays,
+/// waits, re-runs a paid failure for free, or answers the 402 its original got.
 async fn repeat(state: &AppState, call_id: Uuid, deadline: Instant) -> Result<Answer, ApiError> {
     let call = calls::load(&state.db, call_id)
         .await
         .map_err(internal)?
         .ok_or_else(|| internal("idempotency record points at no call"))?;
     match call.status.as_str() {
-        status::COMPLETED => Ok(Answer::Replay(call_id)),
+        status::COMPLETED => return Ok(Answer::Replay(call_id)),
+        status::UNPAID => return Ok(Answer::Unpaid(unpaid_code(&call))),
         status::FAILED => {
-            // Paid for and failed: run it again at no charge. Only one concurrent retry re-enqueues.
+            // Paid for and failed: run it again at no charge. The reopen checks the payment in
+            // the same statement and lets only one of concurrent retries through.
             if ledger::reopen_failed(&state.db, call_id)
                 .await
                 .map_err(internal)?
             {
-                let unrecorded_review = call.kind == Kind::ReviewRequest.as_str()
-                    && reviews::by_call(&state.db, call_id)
-                        .await
-                        .map_err(internal)?
-                        .is_none();
-                if unrecorded_review {
-                    crate::review::plan::create(
-                        &state.db,
-                        call_id,
-                        &call.payer,
-                        &call.request,
-                        state.clock.now(),
-                    )
-                    .await
-                    .map_err(internal)?;
-                }
                 tracing::info!(%call_id, "re-running a failed paid call for free");
-                enqueue(state, call_id).await;
+                after_settled(state, &call).await.map_err(internal)?;
             }
-            let outcome = wait::until_final(&state.db, &state.completions, call_id, deadline)
-                .await
-                .map_err(internal)?;
-            Ok(Answer::from_wait(call_id, outcome, false))
         }
-        _ => {
-            // Still pending or running. If it has been quiet far longer than any deadline, its job
-            // was lost (a restart of the embedded queue); push it again.
-            let stale = chrono::Utc::now() - call.updated_at
-                > chrono::Duration::from_std(state.config.call_deadline * 2).unwrap_or_default();
-            if stale {
-                enqueue(state, call_id).await;
-            }
-            let outcome = wait::until_final(&state.db, &state.completions, call_id, deadline)
-                .await
-                .map_err(internal)?;
-            Ok(Answer::from_wait(call_id, outcome, true))
-        }
+        // Settling, pending or running: wait for the same outcome. A lost job is the recovery
+        // sweep's to push again.
+        _ => {}
     }
+    let outcome = wait::until_final(&state.db, &state.completions, call_id, deadline)
+        .await
+        .map_err(internal)?;
+    Ok(Answer::from_wait(call_id, outcome, true))
+}
+
+/// The 402 code an unpaid call answers with: the one its settlement was refused with.
+fn unpaid_code(call: &call::Model) -> String {
+    call.error
+        .clone()
+        .filter(|e| e.starts_with("settlement_failed:"))
+        .unwrap_or_else(|| codes::settlement_failed("settlement_refused"))
 }

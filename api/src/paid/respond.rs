@@ -25,6 +25,10 @@ pub enum Answer {
     StillRunning(Uuid),
     /// A repeat whose original is still running past the deadline.
     InProgress,
+    /// The settlement was refused: the 402 code to answer with (the challenge is the caller's).
+    Unpaid(String),
+    /// The settlement's outcome is still unknown at the deadline: not a 402, the receipt to poll.
+    SettlementPending(Uuid),
 }
 
 /// Seconds a 409 asks the client to wait before retrying.
@@ -36,6 +40,8 @@ impl Answer {
             (Outcome::Completed, false) => Answer::Fresh(call_id),
             (Outcome::Completed, true) => Answer::Replay(call_id),
             (Outcome::Failed(why), _) => Answer::Failed(call_id, why),
+            (Outcome::Unpaid(code), _) => Answer::Unpaid(code),
+            (Outcome::SettlementPending, _) => Answer::SettlementPending(call_id),
             (Outcome::TimedOut, false) => Answer::StillRunning(call_id),
             (Outcome::TimedOut, true) => Answer::InProgress,
         }
@@ -72,6 +78,24 @@ pub async fn render(
                 .map(|c| receipt::json(&c.receipt_id, c.created_at))
                 .unwrap_or_default();
             return Err(ApiError::StillRunning { receipt });
+        }
+        Answer::SettlementPending(id) => {
+            let call = calls::load(&state.db, id).await.map_err(internal)?;
+            state.metrics.call_outcome(
+                call.as_ref().and_then(|c| c.mode.as_deref()),
+                "settlement_pending",
+            );
+            let receipt = call
+                .map(|c| receipt::json(&c.receipt_id, c.created_at))
+                .unwrap_or_default();
+            return Err(ApiError::SettlementPending {
+                receipt,
+                retry_after_s: RETRY_AFTER_S,
+            });
+        }
+        Answer::Unpaid(code) => {
+            // `serve` answers these with its own challenge before rendering.
+            return Err(internal(format!("unpaid call rendered as a result: {code}")));
         }
         Answer::InProgress => {
             return Err(ApiError::RequestInProgress {

@@ -13,7 +13,12 @@ use uuid::Uuid;
 pub enum Outcome {
     Completed,
     Failed(String),
+    /// The settlement was refused; carries the 402 code (`settlement_failed:<reason>`).
+    Unpaid(String),
+    /// The deadline passed while the work was queued or running.
     TimedOut,
+    /// The deadline passed while the settlement's outcome was still unknown.
+    SettlementPending,
 }
 
 const RECHECK: Duration = Duration::from_secs(1);
@@ -22,6 +27,11 @@ async fn final_state(db: &DatabaseConnection, call_id: Uuid) -> Result<Option<Ou
     Ok(match calls::load(db, call_id).await? {
         Some(c) if c.status == status::COMPLETED => Some(Outcome::Completed),
         Some(c) if c.status == status::FAILED => Some(Outcome::Failed(c.error.unwrap_or_default())),
+        Some(c) if c.status == status::UNPAID => Some(Outcome::Unpaid(
+            c.error
+                .filter(|e| e.starts_with("settlement_failed:"))
+                .unwrap_or_else(|| "settlement_failed:settlement_refused".into()),
+        )),
         Some(_) => None,
         None => Some(Outcome::Failed("call record missing".into())),
     })
@@ -48,12 +58,25 @@ pub async fn until_final(
                 Err(RecvError::Closed) => tokio::time::sleep_until(recheck.min(deadline)).await,
             },
             _ = tokio::time::sleep_until(recheck) => recheck = Instant::now() + RECHECK,
-            _ = tokio::time::sleep_until(deadline) => {
-                return Ok(final_state(db, call_id).await?.unwrap_or(Outcome::TimedOut));
-            }
+            _ = tokio::time::sleep_until(deadline) => return at_deadline(db, call_id).await,
         }
         if let Some(done) = final_state(db, call_id).await? {
             return Ok(done);
         }
     }
+}
+
+/// The last look: a final state if there is one, else which kind of waiting ran out.
+async fn at_deadline(db: &DatabaseConnection, call_id: Uuid) -> Result<Outcome, DbErr> {
+    if let Some(done) = final_state(db, call_id).await? {
+        return Ok(done);
+    }
+    let settling = calls::load(db, call_id)
+        .await?
+        .is_some_and(|c| c.status == status::SETTLING);
+    Ok(if settling {
+        Outcome::SettlementPending
+    } else {
+        Outcome::TimedOut
+    })
 }

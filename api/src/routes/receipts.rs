@@ -57,8 +57,12 @@ async fn show(
     let status = match call.status.as_str() {
         calls::status::COMPLETED => "completed",
         calls::status::FAILED => "failed",
+        // The settlement was refused (or proven never to happen): nothing was bought.
+        calls::status::UNPAID => "unpaid",
         _ => "pending",
     };
+    // settled | unsettled (development) | unknown (being reconciled) | refused | reserved.
+    let settlement = pay.as_ref().map(|p| p.status.clone());
     let amount = pay
         .as_ref()
         .and_then(|p| p.amount.parse::<u64>().ok())
@@ -77,6 +81,7 @@ async fn show(
         "payer": call.payer,
         "amount_usd": amount.map(|a| a.decimal_usd()),
         "network": pay.as_ref().map(|p| p.network.clone()),
+        "settlement": settlement,
         "transaction": pay.and_then(|p| p.transaction).filter(|t| !t.is_empty()),
         "result": result,
     })))

@@ -9,6 +9,7 @@ use super::facilitator::{Facilitator, FacilitatorError, SettleRequest, SettleRes
 use alloy_primitives::{Address, B256};
 use async_trait::async_trait;
 use serde_json::Value;
+use std::sync::Arc;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SettleOutcome {
@@ -19,6 +20,18 @@ pub enum SettleOutcome {
     Refused { reason: String },
     /// It may or may not have happened.
     Unknown { reason: String },
+}
+
+impl SettleOutcome {
+    /// The metric label.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Settled { local: true, .. } => "unsettled",
+            Self::Settled { .. } => "settled",
+            Self::Refused { .. } => "refused",
+            Self::Unknown { .. } => "unknown",
+        }
+    }
 }
 
 /// Reads a payment's authorization on chain: whether USDC's `authorizationState(from, nonce)` is
@@ -43,17 +56,22 @@ pub trait Settler: Send + Sync {
 /// our earlier attempt moved the money.
 pub fn means_nonce_used(reason: &str) -> bool {
     let r = reason.to_ascii_lowercase();
-    r.contains("nonce") && (r.contains("used") || r.contains("already") || r.contains("invalid"))
+    r.contains("nonce") && (r.contains("used") || r.contains("already"))
         || r.contains("authorization is used")
+        || r.contains("duplicate_settlement")
         || r.contains("authorization_used")
         || r.contains("already_settled")
 }
 
-/// Reasons that are answers but not final ones: the facilitator has submitted the transfer and
-/// not seen its receipt.
+/// Reasons that are answers but not final ones: the facilitator may have submitted the transfer
+/// and not seen its receipt.
 fn means_pending(reason: &str) -> bool {
     let r = reason.to_ascii_lowercase();
-    r.contains("pending") || r.contains("timeout") || r.contains("timed_out")
+    r.contains("pending")
+        || r.contains("timeout")
+        || r.contains("timed_out")
+        // An exception inside the facilitator's settle may come after the broadcast.
+        || r.starts_with("unexpected_")
 }
 
 /// What a payer and network the settle answer must agree with.
@@ -114,14 +132,14 @@ fn is_tx_hash(s: &str) -> bool {
     s.len() == 66 && s.starts_with("0x") && s[2..].bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// An x402 facilitator as a settler.
-pub struct ViaFacilitator<F> {
-    pub facilitator: F,
+/// An x402 facilitator as a settler (`local`: the development default, which moves nothing).
+pub struct ViaFacilitator {
+    pub facilitator: Arc<dyn Facilitator>,
     pub local: bool,
 }
 
 #[async_trait]
-impl<F: Facilitator> Settler for ViaFacilitator<F> {
+impl Settler for ViaFacilitator {
     async fn settle(&self, request: &SettleRequest) -> SettleOutcome {
         let answer = self.facilitator.settle(request).await;
         if self.local {

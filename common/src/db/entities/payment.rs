@@ -16,10 +16,19 @@ pub struct Model {
     pub amount: String,
     pub network: String,
     pub x402_version: i32,
-    /// `reserved`, `settled`, `unsettled` (development: verified locally only) or `failed`.
+    /// `reserved`, `settled`, `unsettled` (development: verified locally only), `refused` or
+    /// `unknown` (being reconciled); see `db::payments::status`.
     pub status: String,
     pub transaction: Option<String>,
     pub error: Option<String>,
+    /// The exact `/settle` body, kept so reconciliation re-posts the identical payload.
+    pub settle_request: Option<Json>,
+    /// The authorization's `validBefore` (unix seconds): unused after it, it never will be.
+    pub valid_before: Option<i64>,
+    /// Reconciliation checks made so far.
+    pub checks: i32,
+    /// When the reconciliation sweep looks at an unknown payment next (also its lease).
+    pub next_check_at: Option<DateTimeUtc>,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
 }

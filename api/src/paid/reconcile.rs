@@ -1,0 +1,254 @@
+//! The server's own follow-through on money already taken (issues 7 and 8), run by every api
+//! process whether or not a client comes back:
+//!
+//! - **Reconciliation.** A payment whose settlement outcome is unknown is checked again with
+//!   backoff: the chain's `authorizationState(from, nonce)` when an RPC is configured, and a
+//!   re-post of the identical `/settle` body (safe: a used nonce cannot move money twice, and a
+//!   refusal for a used nonce means our transfer happened). Settled → the work runs. Proven unsettled
+//!   (the authorization expired unused) → the call is `unpaid` and its scope released, so a new
+//!   payment can buy it. Anything else stays unknown: never refunded by guessing, never charged again.
+//! - **Recovery.** A settled call still `pending` long after its job should have started (a failed
+//!   push, a job lost with Redis, a crash of the embedded queue) is pushed again. Starting a job is
+//!   atomic in the worker, so an extra push of a live job does no extra work.
+//!
+//! Several api processes may sweep at once: every check takes its row with a compare-and-set on
+//! `next_check_at` (or `updated_at`), so one process handles each due row per period.
+
+use super::{after_settled, enqueue, ledger};
+use crate::{
+    state::AppState,
+    x402::{
+        facilitator::SettleRequest,
+        settle::{SettleOutcome, means_nonce_used},
+    },
+};
+use alloy_primitives::{Address, B256};
+use chrono::{DateTime, Duration, Utc};
+use futures::future::join_all;
+use grove_common::db::{
+    calls::{self, status},
+    entities::{call, payment},
+    payments::status as pay_status,
+};
+use sea_orm::{
+    ColumnTrait, DbErr, EntityTrait, ExprTrait, QueryFilter, QueryOrder, QuerySelect,
+    sea_query::Expr,
+};
+use tokio::sync::watch;
+
+/// Rows handled per pass, concurrently (each check may wait for the facilitator's timeout).
+const BATCH: u64 = 16;
+/// How long a check holds its row before another process may take it.
+const LEASE: Duration = Duration::seconds(60);
+/// The longest pause between two checks of one unknown payment.
+const MAX_BACKOFF_S: i64 = 60;
+/// Without a chain to ask, how long after `validBefore` re-posting goes on before the payment is
+/// set aside for an operator (a re-post of an expired authorization proves nothing either way).
+const UNRESOLVED_AFTER: Duration = Duration::hours(1);
+
+/// What one pass did, for logs, metrics and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PassStats {
+    pub settled: usize,
+    pub unsettled: usize,
+    pub still_unknown: usize,
+    pub repushed: usize,
+}
+
+/// Runs passes every `interval`, at once when woken (`state.reconcile`), until `stopped`.
+pub async fn run(state: AppState, interval: std::time::Duration, mut stopped: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = state.reconcile.notified() => {}
+            _ = tokio::time::sleep(interval) => {}
+            _ = stopped.changed() => return,
+        }
+        if *stopped.borrow() {
+            return;
+        }
+        match pass(&state).await {
+            Ok(stats) if stats != PassStats::default() => {
+                tracing::info!(?stats, "reconciliation pass");
+            }
+            Ok(_) => {}
+            // The database is unreachable: the next pass tries again.
+            Err(e) => tracing::warn!(error = %e, "reconciliation pass failed"),
+        }
+    }
+}
+
+/// One pass: every due unknown payment, then every stranded settled call.
+pub async fn pass(state: &AppState) -> Result<PassStats, DbErr> {
+    let mut stats = PassStats::default();
+    let now = Utc::now();
+    let due = payment::Entity::find()
+        .filter(payment::Column::Status.eq(pay_status::UNKNOWN))
+        .filter(payment::Column::NextCheckAt.lte(now))
+        .order_by_asc(payment::Column::NextCheckAt)
+        .limit(BATCH)
+        .all(&state.db)
+        .await?;
+    let checks = due.into_iter().map(|p| check(state, p, now));
+    for decided in join_all(checks).await {
+        match decided? {
+            Some(Decision::Settled(_)) => stats.settled += 1,
+            Some(Decision::Unsettled) => stats.unsettled += 1,
+            Some(Decision::Unknown(_)) => stats.still_unknown += 1,
+            None => {}
+        }
+    }
+    stats.repushed = recover_stranded(state, now).await?;
+    Ok(stats)
+}
+
+#[derive(Debug)]
+enum Decision {
+    /// The transfer happened (hash when known).
+    Settled(String),
+    /// Proven never to happen: the authorization expired unused.
+    Unsettled,
+    Unknown(String),
+}
+
+/// Checks one unknown payment, if this process wins its lease. `None`: another process has it.
+async fn check(
+    state: &AppState,
+    p: payment::Model,
+    now: DateTime<Utc>,
+) -> Result<Option<Decision>, DbErr> {
+    let leased = payment::Entity::update_many()
+        .col_expr(payment::Column::NextCheckAt, Expr::value(Some(now + LEASE)))
+        .col_expr(
+            payment::Column::Checks,
+            Expr::col(payment::Column::Checks).add(1),
+        )
+        .filter(payment::Column::Id.eq(p.id))
+        .filter(payment::Column::Status.eq(pay_status::UNKNOWN))
+        .filter(payment::Column::NextCheckAt.eq(p.next_check_at))
+        .exec(&state.db)
+        .await?;
+    if leased.rows_affected != 1 {
+        return Ok(None);
+    }
+    let decision = decide(state, &p).await;
+    let call_id = p.call_id;
+    match &decision {
+        Decision::Settled(transaction) => {
+            tracing::info!(%call_id, checks = p.checks + 1, "unknown settlement reconciled: settled");
+            let outcome = SettleOutcome::Settled {
+                transaction: transaction.clone(),
+                local: false,
+            };
+            state.metrics.settlement("reconciled_settled");
+            if ledger::record_outcome(&state.db, call_id, &outcome, now).await?
+                && let Some(call) = calls::load(&state.db, call_id).await?
+            {
+                after_settled(state, &call).await?;
+            }
+        }
+        Decision::Unsettled => {
+            tracing::info!(%call_id, "unknown settlement reconciled: the authorization expired unused");
+            state.metrics.settlement("reconciled_unsettled");
+            let outcome = SettleOutcome::Refused {
+                reason: "authorization_expired_unused".into(),
+            };
+            ledger::record_outcome(&state.db, call_id, &outcome, now).await?;
+            state.completions.notify(call_id).await;
+        }
+        Decision::Unknown(reason) => {
+            let expired_at = p
+                .valid_before
+                .and_then(|s| DateTime::<Utc>::from_timestamp(s, 0));
+            let give_up = state.chain.is_none()
+                && expired_at.is_some_and(|at| now > at + UNRESOLVED_AFTER);
+            let next = if give_up {
+                tracing::error!(%call_id, %reason, "settlement outcome cannot be known without a chain: set BASE_RPC_URL; set aside for an operator");
+                None
+            } else {
+                let backoff = 1_i64 << (p.checks.clamp(0, 6));
+                Some(now + Duration::seconds(Ord::min(backoff, MAX_BACKOFF_S)))
+            };
+            payment::Entity::update_many()
+                .col_expr(payment::Column::NextCheckAt, Expr::value(next))
+                .col_expr(payment::Column::Error, Expr::value(Some(reason.clone())))
+                .col_expr(payment::Column::UpdatedAt, Expr::value(now))
+                .filter(payment::Column::Id.eq(p.id))
+                .filter(payment::Column::Status.eq(pay_status::UNKNOWN))
+                .exec(&state.db)
+                .await?;
+        }
+    }
+    Ok(Some(decision))
+}
+
+async fn decide(state: &AppState, p: &payment::Model) -> Decision {
+    let expired = p
+        .valid_before
+        .is_some_and(|before| Utc::now().timestamp() > before);
+    if let Some(chain) = &state.chain {
+        match (p.payer.parse::<Address>(), p.nonce.parse::<B256>()) {
+            (Ok(payer), Ok(nonce)) => match chain.authorization_used(payer, nonce).await {
+                Ok(true) => return Decision::Settled(String::new()),
+                // Unused after it expired: USDC will never accept it now.
+                Ok(false) if expired => return Decision::Unsettled,
+                // Not used yet: re-posting below may settle it now.
+                Ok(false) => {}
+                Err(e) => tracing::warn!(error = %e, "authorizationState unreadable"),
+            },
+            _ => tracing::error!(payment = %p.id, "stored payer or nonce unreadable"),
+        }
+    }
+    let Some(request) = p
+        .settle_request
+        .clone()
+        .and_then(|v| serde_json::from_value::<SettleRequest>(v).ok())
+    else {
+        return Decision::Unknown("no settle request stored to re-post".into());
+    };
+    match state.settler.settle(&request).await {
+        SettleOutcome::Settled { transaction, .. } => Decision::Settled(transaction),
+        SettleOutcome::Refused { reason } if means_nonce_used(&reason) => {
+            Decision::Settled(String::new())
+        }
+        // A refusal of the re-post is no proof about the first attempt: the balance it
+        // checks may be low because our transfer went through.
+        SettleOutcome::Refused { reason } => Decision::Unknown(format!("re-post refused: {reason}")),
+        SettleOutcome::Unknown { reason } => Decision::Unknown(reason),
+    }
+}
+
+/// Settled calls still `pending` well past the time their job should have started: push again.
+async fn recover_stranded(state: &AppState, now: DateTime<Utc>) -> Result<usize, DbErr> {
+    // A job starts within moments of its push; a whole call deadline of quiet is a lost one.
+    let quiet = Duration::from_std(state.config.call_deadline).unwrap_or(Duration::seconds(60));
+    let stale = call::Entity::find()
+        .filter(call::Column::Status.eq(status::PENDING))
+        .filter(call::Column::UpdatedAt.lt(now - quiet))
+        .order_by_asc(call::Column::UpdatedAt)
+        .limit(BATCH)
+        .all(&state.db)
+        .await?;
+    let mut pushed = 0;
+    for c in stale {
+        // Take it for this period: touch `updated_at` only if no one else did.
+        let taken = call::Entity::update_many()
+            .col_expr(call::Column::UpdatedAt, Expr::value(now))
+            .filter(call::Column::Id.eq(c.id))
+            .filter(call::Column::Status.eq(status::PENDING))
+            .filter(call::Column::UpdatedAt.eq(c.updated_at))
+            .exec(&state.db)
+            .await?;
+        if taken.rows_affected != 1 {
+            continue;
+        }
+        tracing::warn!(call_id = %c.id, "settled call stranded in pending; pushing its job again");
+        if c.kind == super::Kind::ReviewRequest.as_str() {
+            // Records the plan if the crash came before it, then pushes.
+            after_settled(state, &c).await?;
+            pushed += 1;
+        } else if enqueue(state, c.id, &c.kind).await {
+            pushed += 1;
+        }
+    }
+    Ok(pushed)
+}
