@@ -5,6 +5,7 @@ pub mod catalog;
 pub mod clock;
 pub mod completion;
 pub mod config;
+pub mod consumers;
 pub mod db;
 pub mod jobs;
 pub mod money;

@@ -2,7 +2,10 @@
 //! Redis (api and any number of `worker` processes share it) and in-process memory (the
 //! embedded single-process mode, no server needed).
 
-use crate::jobs::{self, CoachingJob, ReviewJob};
+use crate::{
+    consumers::{Consumers, State as ConsumerState},
+    jobs::{self, CoachingJob, ReviewJob},
+};
 use apalis::prelude::{MemoryStorage, Task, TaskBuilder, TaskId, TaskSink};
 use apalis_core::backend::memory::{MemorySink, MemoryStorageError};
 use apalis_redis::RedisStorage;
@@ -17,6 +20,9 @@ pub enum QueueError {
     Redis(#[from] redis::RedisError),
     #[error("could not enqueue: {0}")]
     Push(String),
+    /// An in-process consumer stopped: its queue fills and nothing runs (restart the process).
+    #[error("in-process consumer not running: {0}")]
+    Consumer(String),
 }
 
 /// One job type's queue.
@@ -112,12 +118,15 @@ pub struct JobQueue {
     coaching: Lane<CoachingJob>,
     review: Lane<ReviewJob>,
     conn: Option<ConnectionManager>,
+    /// The in-process consumers of the memory lanes (their health is this queue's readiness).
+    consumers: Option<Arc<Consumers>>,
 }
 
-/// The storages an embedded worker consumes.
+/// The storages an embedded worker consumes, and where its consumers report their health.
 pub struct MemoryStorages {
     pub coaching: MemoryStorage<CoachingJob>,
     pub review: MemoryStorage<ReviewJob>,
+    pub consumers: Arc<Consumers>,
 }
 
 /// apalis-redis configuration shared by pushers and workers (same queue, same timings).
@@ -126,7 +135,9 @@ pub fn redis_config(queue: &str) -> apalis_redis::Config {
         .queue(queue)
         .heartbeat_interval(jobs::HEARTBEAT)
         .missed_heartbeats(jobs::MISSED_HEARTBEATS)
-        .batch_size(16)
+        // One job per fetch: a consumer takes work one job at a time (see `consumers::fetch`),
+        // so a backlog spreads across workers instead of landing on the first to look.
+        .batch_size(1)
 }
 
 /// A Redis connection with a patient response timeout (the library's 500 ms default turns a
@@ -147,21 +158,25 @@ impl JobQueue {
             coaching: Lane::redis(&conn, jobs::coaching_queue(namespace)),
             review: Lane::redis(&conn, jobs::review_queue(namespace)),
             conn: Some(conn),
+            consumers: None,
         })
     }
 
     pub fn memory() -> (Self, MemoryStorages) {
         let (coaching, coaching_storage) = Lane::memory();
         let (review, review_storage) = Lane::memory();
+        let consumers = Arc::new(Consumers::default());
         (
             Self {
                 coaching,
                 review,
                 conn: None,
+                consumers: Some(Arc::clone(&consumers)),
             },
             MemoryStorages {
                 coaching: coaching_storage,
                 review: review_storage,
+                consumers,
             },
         )
     }
@@ -178,10 +193,21 @@ impl JobQueue {
         self.review.push(job, delay).await
     }
 
-    /// Readiness: can we reach the queue?
+    /// Readiness: can we reach the queue, and (in-process) is every consumer of it running?
     pub async fn ping(&self) -> Result<(), QueueError> {
         if let Some(conn) = &self.conn {
             let _: String = redis::cmd("PING").query_async(&mut conn.clone()).await?;
+        }
+        if let Some(consumers) = &self.consumers
+            && !consumers.ready()
+        {
+            let down: Vec<String> = consumers
+                .snapshot()
+                .into_iter()
+                .filter(|c| c.state != ConsumerState::Running)
+                .map(|c| format!("{} {:?}", c.name, c.state))
+                .collect();
+            return Err(QueueError::Consumer(down.join(", ")));
         }
         Ok(())
     }

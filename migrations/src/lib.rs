@@ -5,6 +5,7 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20261122_000001_paid_calls;
 mod m20261122_000002_review_requests;
+mod m20261123_000004_call_lease;
 
 pub struct Migrator;
 
@@ -14,6 +15,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261122_000001_paid_calls::Migration),
             Box::new(m20261122_000002_review_requests::Migration),
+            Box::new(m20261123_000004_call_lease::Migration),
         ]
     }
 }

@@ -7,13 +7,14 @@ use apalis::prelude::Data;
 use grove_common::{
     clock::Clock,
     completion::Completions,
-    db::calls::{self, status},
+    db::calls::{self, Start, status},
     jobs::CoachingJob,
     queue::JobQueue,
 };
 use sea_orm::DatabaseConnection;
-use std::sync::Arc;
+use std::{future::Future, sync::Arc, time::Duration};
 use tracing::Instrument;
+use uuid::Uuid;
 
 /// What a worker needs to run jobs.
 pub struct Deps {
@@ -39,30 +40,79 @@ pub enum JobError {
     /// The database is unreachable: let the queue retry the job later.
     #[error("database: {0}")]
     Db(#[from] sea_orm::DbErr),
+    /// The job's task panicked; the queue retries it.
+    #[error("job panicked: {0}")]
+    Panicked(String),
 }
+
+/// How long a duplicate delivery waits on a run that holds a live lease before leaving the
+/// call to it. The wait ends early when that run finishes (nothing left to do) or its lease
+/// lapses (its worker died: this delivery takes over).
+const WAIT_FOR_LIVE_RUN: Duration = Duration::from_secs(300);
+const LIVE_RUN_POLL: Duration = Duration::from_millis(250);
 
 pub async fn coaching_job(job: CoachingJob, deps: Data<Arc<Deps>>) -> Result<(), JobError> {
     let span =
         tracing::info_span!("job.coaching", call_id = %job.call_id, request_id = %job.request_id);
     let deps: Arc<Deps> = Arc::clone(&deps);
-    run_coaching(job, deps).instrument(span).await
+    detached(run_coaching(job, deps).instrument(span)).await
+}
+
+/// Runs a job on its own task, so that a queue consumer that dies (Redis went away) and is
+/// rebuilt does not cancel the work in hand: the job finishes and stores its result, and its
+/// redelivery finds it done.
+pub async fn detached(
+    job: impl Future<Output = Result<(), JobError>> + Send + 'static,
+) -> Result<(), JobError> {
+    let guard = crate::runtime::InFlight::enter();
+    tokio::spawn(async move {
+        let _guard = guard;
+        job.await
+    })
+    .await
+    .map_err(|e| JobError::Panicked(e.to_string()))?
 }
 
 async fn run_coaching(job: CoachingJob, deps: Arc<Deps>) -> Result<(), JobError> {
-    let Some(call) = calls::load(&deps.db, job.call_id).await? else {
-        tracing::warn!("job for an unknown call; dropping it");
-        return Ok(());
+    let owner = Uuid::now_v7();
+    let give_up = tokio::time::Instant::now() + WAIT_FOR_LIVE_RUN;
+    let call = loop {
+        match calls::start_attempt(&deps.db, job.call_id, owner).await? {
+            Start::Started(call) => break call,
+            Start::Busy if tokio::time::Instant::now() < give_up => {
+                tokio::time::sleep(LIVE_RUN_POLL).await;
+            }
+            Start::Busy => {
+                tracing::info!("another run still holds the call; leaving it to that run");
+                return Ok(());
+            }
+            Start::Idle(s) => {
+                // A re-delivered job whose result is already stored does no work (no second
+                // model call); a call whose payment is not settled never runs.
+                if s == status::COMPLETED || s == status::FAILED {
+                    deps.completions.notify(job.call_id).await;
+                } else {
+                    tracing::info!(status = %s, "call is not runnable; dropping the job");
+                }
+                return Ok(());
+            }
+            Start::Missing => {
+                tracing::warn!("job for an unknown call; dropping it");
+                return Ok(());
+            }
+        }
     };
-    // A re-delivered job whose result is already stored does no work: no second model call.
-    if call.status == status::COMPLETED || !calls::start_attempt(&deps.db, call.id).await? {
-        deps.completions.notify(call.id).await;
+    let answer = async {
+        match &deps.engine {
+            Some(engine) => engine.answer(&deps.db, &call).await,
+            None => Ok(Outcome::Failed {
+                reason: "no model provider configured".into(),
+            }),
+        }
+    };
+    let Some(outcome) = holding_lease(&deps, call.id, owner, answer).await? else {
+        tracing::warn!("the call's lease lapsed mid-run and another run took it over; stopping");
         return Ok(());
-    }
-    let outcome = match &deps.engine {
-        Some(engine) => engine.answer(&deps.db, &call).await?,
-        None => Outcome::Failed {
-            reason: "no model provider configured".into(),
-        },
     };
     match outcome {
         Outcome::Completed {
@@ -92,4 +142,27 @@ async fn run_coaching(job: CoachingJob, deps: Arc<Deps>) -> Result<(), JobError>
     }
     deps.completions.notify(call.id).await;
     Ok(())
+}
+
+/// Runs `work` while renewing the call's lease; None when the lease was lost (another run took
+/// the call over after this one stalled), in which case the work is abandoned.
+async fn holding_lease<T>(
+    deps: &Deps,
+    call_id: Uuid,
+    owner: Uuid,
+    work: impl Future<Output = Result<T, sea_orm::DbErr>>,
+) -> Result<Option<T>, JobError> {
+    tokio::pin!(work);
+    let period = calls::LEASE_RENEW_EVERY;
+    let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    loop {
+        tokio::select! {
+            done = &mut work => return Ok(Some(done?)),
+            _ = renew.tick() => match calls::renew_lease(&deps.db, call_id, owner).await {
+                Ok(true) => {}
+                Ok(false) => return Ok(None),
+                Err(e) => tracing::warn!(error = %e, "could not renew the call's lease"),
+            },
+        }
+    }
 }

@@ -4,12 +4,14 @@
 pub mod backoff;
 pub mod coaching;
 pub mod envelope;
+pub mod health;
 pub mod jobs;
 pub mod llm;
 pub mod log_text;
 pub mod prompts;
 pub mod review;
 pub mod runtime;
+pub mod settings;
 pub mod sms;
 
 use grove_common::{
@@ -43,6 +45,8 @@ pub enum WorkerError {
     Sms(#[from] sms::SmsError),
     #[error("queue: {0}")]
     Queue(#[from] queue::QueueError),
+    #[error("health endpoint: {0}")]
+    Health(std::io::Error),
 }
 
 /// Everything a worker needs besides configuration.
@@ -93,9 +97,11 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
 }
 
 /// The `worker` binary: run coaching and review jobs and the sweeper from Redis until
-/// `shutdown` resolves.
+/// `shutdown` resolves, or until a queue consumer cannot get back to Redis (an error: the
+/// process exits non-zero and its supervisor restarts it).
 pub async fn run(
     config: &Config,
+    settings: &settings::WorkerSettings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), WorkerError> {
     let url = config.redis_url.as_ref().ok_or(WorkerError::NoQueue)?;
@@ -116,14 +122,29 @@ pub async fn run(
         sweeps: Arc::default(),
     };
     let deps = deps(config, parts)?;
-    runtime::run_redis(
+    let options = runtime::RedisOptions {
+        recovery_limit: settings.recovery_limit,
+        ..Default::default()
+    };
+    let (stop_health, health_stopped) = tokio::sync::oneshot::channel::<()>();
+    if let Some(addr) = settings.health_addr {
+        health::serve(addr, Arc::clone(&options.consumers), async move {
+            let _ = health_stopped.await;
+        })
+        .await
+        .map_err(WorkerError::Health)?;
+    }
+    let ran = runtime::run_redis_with(
         client,
         &config.queue_namespace,
         config.sweep_interval,
         Arc::new(deps),
+        options,
         shutdown,
     )
-    .await?;
+    .await;
+    let _ = stop_health.send(());
+    ran?;
     tracing::info!("worker stopped");
     Ok(())
 }

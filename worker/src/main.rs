@@ -12,8 +12,15 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let settings = match grove_worker::settings::WorkerSettings::from_env() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("configuration error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let _telemetry = telemetry::init(&config, "grove-worker");
-    match grove_worker::run(&config, shutdown::signal()).await {
+    match grove_worker::run(&config, &settings, shutdown::signal()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "worker failed");

@@ -4,8 +4,10 @@
 use super::entities::{call, model_call, result};
 use chrono::Utc;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    ExprTrait, QueryFilter, TransactionTrait, sea_query::Expr,
+    ActiveValue::Set,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, ExprTrait,
+    QueryFilter, TransactionTrait,
+    sea_query::{Alias, Expr},
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -28,10 +30,51 @@ pub async fn load_result(
     result::Entity::find_by_id(call_id).one(db).await
 }
 
-/// Marks a job start: `running`, one more attempt. Returns false when the call is already
-/// final (completed), so the caller can skip the work.
-pub async fn start_attempt(db: &DatabaseConnection, id: Uuid) -> Result<bool, DbErr> {
+/// How long a started run holds its call without renewing. The run renews every
+/// `LEASE_RENEW_EVERY` while it works, so only a run that died (or stalled this long) loses it.
+pub const LEASE: chrono::TimeDelta = chrono::TimeDelta::seconds(6);
+pub const LEASE_RENEW_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The lease columns (migration 4). They are not on the entity: only the functions below read
+/// or write them, and every call row is created without a lease.
+fn lease_until() -> Alias {
+    Alias::new("lease_until")
+}
+
+fn lease_owner() -> Alias {
+    Alias::new("lease_owner")
+}
+
+/// What an attempt to start work on a call found.
+#[derive(Debug)]
+pub enum Start {
+    /// This run holds the call's lease (until it lapses or the call ends): do the work.
+    Started(Box<call::Model>),
+    /// Another run holds a live lease: it does the work.
+    Busy,
+    /// Nothing to run: the call is in this status (completed, failed, or not yet, or never,
+    /// runnable: `settling`, `unpaid`).
+    Idle(String),
+    /// No such call.
+    Missing,
+}
+
+/// `pending → running` (or a takeover of a `running` call whose lease lapsed), in one
+/// statement, taking the lease for `owner`; one more attempt. Only `pending` calls start: the
+/// API reopens a failed call to `pending` for its free re-run, and a call whose payment is
+/// unsettled (`settling`) or refused (`unpaid`) never does.
+pub async fn start_attempt(db: &DatabaseConnection, id: Uuid, owner: Uuid) -> Result<Start, DbErr> {
     let now = Utc::now();
+    let lapsed = Condition::any()
+        .add(Expr::col(lease_until()).is_null())
+        .add(Expr::col(lease_until()).lt(now));
+    let runnable = Condition::any()
+        .add(call::Column::Status.eq(status::PENDING))
+        .add(
+            Condition::all()
+                .add(call::Column::Status.eq(status::RUNNING))
+                .add(lapsed),
+        );
     let updated = call::Entity::update_many()
         .col_expr(call::Column::Status, Expr::value(status::RUNNING))
         .col_expr(
@@ -39,8 +82,29 @@ pub async fn start_attempt(db: &DatabaseConnection, id: Uuid) -> Result<bool, Db
             Expr::col(call::Column::Attempts).add(1),
         )
         .col_expr(call::Column::UpdatedAt, Expr::value(now))
+        .col_expr(lease_until(), Expr::value(now + LEASE))
+        .col_expr(lease_owner(), Expr::value(owner.to_string()))
         .filter(call::Column::Id.eq(id))
-        .filter(call::Column::Status.ne(status::COMPLETED))
+        .filter(runnable)
+        .exec(db)
+        .await?;
+    Ok(match load(db, id).await? {
+        None => Start::Missing,
+        Some(c) if updated.rows_affected == 1 => Start::Started(Box::new(c)),
+        Some(c) if c.status == status::RUNNING => Start::Busy,
+        Some(c) => Start::Idle(c.status),
+    })
+}
+
+/// Renews `owner`'s lease on a running call. False when the lease is no longer its own (it
+/// lapsed and another run took the call over, or the call ended).
+pub async fn renew_lease(db: &DatabaseConnection, id: Uuid, owner: Uuid) -> Result<bool, DbErr> {
+    let now = Utc::now();
+    let updated = call::Entity::update_many()
+        .col_expr(lease_until(), Expr::value(now + LEASE))
+        .filter(call::Column::Id.eq(id))
+        .filter(call::Column::Status.eq(status::RUNNING))
+        .filter(Expr::col(lease_owner()).eq(owner.to_string()))
         .exec(db)
         .await?;
     Ok(updated.rows_affected == 1)

@@ -28,7 +28,7 @@ use tracing::Instrument;
 
 pub async fn review_job(job: ReviewJob, deps: Data<Arc<Deps>>) -> Result<(), JobError> {
     let deps: Arc<Deps> = Arc::clone(&deps);
-    handle(&deps, &job).await
+    crate::jobs::detached(async move { handle(&deps, &job).await }).await
 }
 
 /// Runs one review job. Safe to run more than once, and twice at the same moment.

@@ -1,0 +1,203 @@
+//! When a Redis consumer fetches, and how much.
+//!
+//! apalis-redis fetches again as soon as a fetch returned work, so the first worker to look
+//! takes a whole backlog (orphans re-queued after a crash come back as one batch, and the next
+//! crash catches them all again). `FairFetch` arms a consumer for one job per signal: a wake-up
+//! published on the queue's channel (after every push, and after every job a consumer takes,
+//! since more may be waiting) or its own poll tick. Every worker hears the same wake-ups, so a
+//! backlog drains about one job per worker per round, spread across workers.
+
+use apalis_core::{
+    backend::{Backend, BackendConfig, WireFormatBackend},
+    worker::context::WorkerContext,
+};
+use redis::{AsyncCommands, aio::ConnectionManager};
+use std::{
+    sync::{Arc, Mutex, PoisonError},
+    task::{Context, Poll},
+    time::Duration,
+};
+use tokio::sync::{mpsc, watch};
+
+/// One subscription to a queue's wake-up channel per process, fanned out to the consumers that
+/// are alive (each rebuild of a consumer takes a fresh receiver).
+#[derive(Clone, Debug, Default)]
+pub struct WakeFeed {
+    receivers: Arc<Mutex<Vec<mpsc::UnboundedSender<()>>>>,
+}
+
+impl WakeFeed {
+    /// Subscribes to `channel` until `stop` turns true, re-subscribing after any error.
+    pub fn subscribe(client: redis::Client, channel: String, stop: watch::Receiver<bool>) -> Self {
+        let feed = Self::default();
+        let out = feed.clone();
+        tokio::spawn(async move {
+            use futures::StreamExt;
+            let mut stop = stop;
+            while !*stop.borrow() {
+                match client.get_async_pubsub().await {
+                    Ok(mut pubsub) => {
+                        if pubsub.subscribe(&channel).await.is_ok() {
+                            let mut stream = pubsub.on_message();
+                            loop {
+                                tokio::select! {
+                                    msg = stream.next() => match msg {
+                                        Some(_) => out.fan_out(),
+                                        None => break,
+                                    },
+                                    _ = stop.changed() => return,
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "wake-up subscription failed; polling continues")
+                    }
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                    _ = stop.changed() => return,
+                }
+            }
+        });
+        feed
+    }
+
+    /// A receiver of every wake-up from now on.
+    pub fn receiver(&self) -> mpsc::UnboundedReceiver<()> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.lock().push(tx);
+        rx
+    }
+
+    fn fan_out(&self) {
+        self.lock().retain(|tx| tx.send(()).is_ok());
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<mpsc::UnboundedSender<()>>> {
+        self.receivers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A Redis backend (fetching one job at a time: batch size 1) that fetches only when armed.
+pub struct FairFetch<B> {
+    backend: B,
+    tick: tokio::time::Interval,
+    wake: mpsc::UnboundedReceiver<()>,
+    armed: bool,
+    announce: Announce,
+}
+
+/// Publishes "there may be more" on the queue's wake-up channel.
+struct Announce {
+    conn: ConnectionManager,
+    channel: String,
+}
+
+impl Announce {
+    fn send(&self) {
+        let mut conn = self.conn.clone();
+        let channel = self.channel.clone();
+        tokio::spawn(async move {
+            let sent: redis::RedisResult<i64> = conn.publish(&channel, "1").await;
+            if let Err(e) = sent {
+                tracing::debug!(error = %e, "could not announce a taken job");
+            }
+        });
+    }
+}
+
+impl<B> FairFetch<B> {
+    /// `backend` fetches one job per fetch; `wake` hears the queue's channel (`channel`), and
+    /// `every` is the poll tick that backs it up.
+    pub fn new(
+        backend: B,
+        wake: mpsc::UnboundedReceiver<()>,
+        conn: ConnectionManager,
+        channel: String,
+        every: Duration,
+    ) -> Self {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        Self {
+            backend,
+            tick,
+            wake,
+            armed: true,
+            announce: Announce { conn, channel },
+        }
+    }
+}
+
+impl<B: Backend> Backend for FairFetch<B> {
+    type Task = B::Task;
+    type Error = B::Error;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut Context<'_>,
+        worker: &WorkerContext,
+    ) -> Poll<Result<(), Self::Error>> {
+        self.backend.poll_ready(cx, worker)
+    }
+
+    fn poll_next(
+        &mut self,
+        cx: &mut Context<'_>,
+        worker: &WorkerContext,
+    ) -> Poll<Option<Result<Self::Task, Self::Error>>> {
+        // Drain both signals so that each keeps a waker registered.
+        while self.tick.poll_tick(cx).is_ready() {
+            self.armed = true;
+        }
+        while let Poll::Ready(Some(())) = self.wake.poll_recv(cx) {
+            self.armed = true;
+        }
+        if !self.armed {
+            return Poll::Pending;
+        }
+        // Disarmed only after taking a job: with a batch size of one, the inner backend then
+        // holds nothing and has no fetch in flight, so stopping here abandons nothing.
+        let next = self.backend.poll_next(cx, worker);
+        if let Poll::Ready(Some(Ok(_))) = &next {
+            self.armed = false;
+            self.announce.send();
+        }
+        next
+    }
+
+    fn poll_close(
+        &mut self,
+        cx: &mut Context<'_>,
+        worker: &WorkerContext,
+    ) -> Poll<Result<(), Self::Error>> {
+        self.backend.poll_close(cx, worker)
+    }
+}
+
+impl<B: BackendConfig> BackendConfig for FairFetch<B> {
+    type Id = B::Id;
+    type Args = B::Args;
+    type Kind = B::Kind;
+    type Config = B::Config;
+    type Layer = B::Layer;
+
+    fn config(&self) -> &Self::Config {
+        self.backend.config()
+    }
+
+    fn middleware(&mut self, worker: &mut WorkerContext) -> Self::Layer {
+        self.backend.middleware(worker)
+    }
+}
+
+impl<B: WireFormatBackend> WireFormatBackend for FairFetch<B> {
+    type Compact = B::Compact;
+    type Codec = B::Codec;
+
+    fn codec(&self) -> &Self::Codec {
+        self.backend.codec()
+    }
+}

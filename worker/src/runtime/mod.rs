@@ -1,0 +1,239 @@
+//! Running the workers (coaching jobs, review jobs, and the cron sweeper): against Redis (the
+//! `worker` binary, any number of processes) or in-process on the memory backend (embedded).
+//!
+//! Against Redis each consumer is supervised (`supervise`): a Redis error kills an apalis-redis
+//! consumer for good, so it is rebuilt, with backoff, under a new name; one that cannot get
+//! back within the recovery limit stops the process with an error, for its supervisor to
+//! restart it.
+
+mod in_flight;
+mod supervise;
+
+pub use in_flight::InFlight;
+
+use crate::{
+    jobs::{Deps, coaching_job},
+    review::{review_job, sweep::sweep_tick},
+};
+use apalis::prelude::*;
+use grove_common::{
+    consumers::{ConsumerHandle, Consumers},
+    jobs::{self, CoachingJob, ReviewJob},
+    queue::{JobQueue, MemoryStorages},
+};
+use std::{future::Future, str::FromStr, sync::Arc, time::Duration};
+use supervise::Lane;
+use tokio::sync::watch;
+
+/// How many jobs of one kind a worker process runs at once (they are I/O-bound).
+pub const CONCURRENCY: usize = 32;
+
+/// How long a consumer may go without getting back to Redis before the process gives up.
+pub const DEFAULT_RECOVERY_LIMIT: Duration = Duration::from_secs(60);
+
+/// At shutdown, how long to wait for jobs that outlived the consumer that took them.
+const DRAIN_LIMIT: Duration = Duration::from_secs(20);
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("worker: {0}")]
+    Worker(String),
+    #[error("sweep schedule: {0}")]
+    Schedule(String),
+    #[error("the {lane} consumer could not get back to Redis within {limit:?}: {error}")]
+    GaveUp {
+        lane: &'static str,
+        limit: Duration,
+        error: String,
+    },
+}
+
+/// How the Redis consumers recover, and where they report.
+#[derive(Clone, Debug)]
+pub struct RedisOptions {
+    /// A consumer failing for this long without one heartbeat stops the process.
+    pub recovery_limit: Duration,
+    pub consumers: Arc<Consumers>,
+}
+
+impl Default for RedisOptions {
+    fn default() -> Self {
+        Self {
+            recovery_limit: DEFAULT_RECOVERY_LIMIT,
+            consumers: Arc::default(),
+        }
+    }
+}
+
+/// A cron schedule firing every `every` (1 to 59 seconds).
+fn sweep_schedule(
+    every: Duration,
+) -> Result<apalis_cron::CronScheduler<cron::Schedule>, RuntimeError> {
+    let secs = every.as_secs().clamp(1, 59);
+    let schedule = cron::Schedule::from_str(&format!("*/{secs} * * * * *"))
+        .map_err(|e| RuntimeError::Schedule(e.to_string()))?;
+    Ok(apalis_cron::CronScheduler::new(schedule))
+}
+
+async fn until(mut stop: watch::Receiver<bool>) -> Result<(), std::io::Error> {
+    let _ = stop.wait_for(|stopped| *stopped).await;
+    Ok(())
+}
+
+/// Marks a consumer running at each successful registration or heartbeat with Redis.
+fn heartbeats(health: ConsumerHandle) -> impl Fn(&WorkerContext, &Event) + Send + Sync + 'static {
+    move |_, event| {
+        if matches!(event, Event::HeartBeat) {
+            health.beat();
+        }
+    }
+}
+
+/// Runs every worker against Redis until `shutdown` resolves; in-flight jobs finish first.
+pub async fn run_redis(
+    client: redis::Client,
+    namespace: &str,
+    sweep_every: Duration,
+    deps: Arc<Deps>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RuntimeError> {
+    run_redis_with(
+        client,
+        namespace,
+        sweep_every,
+        deps,
+        RedisOptions::default(),
+        shutdown,
+    )
+    .await
+}
+
+/// `run_redis` with explicit recovery options. Returns an error when a consumer gave up (the
+/// others are stopped first).
+pub async fn run_redis_with(
+    client: redis::Client,
+    namespace: &str,
+    sweep_every: Duration,
+    deps: Arc<Deps>,
+    options: RedisOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RuntimeError> {
+    let (stop, stopped) = watch::channel(false);
+    let stop = Arc::new(stop);
+    let on_shutdown = Arc::clone(&stop);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = on_shutdown.send(true);
+    });
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let lane = |kind: &'static str, queue: String| Lane {
+        kind,
+        base_name: format!("grove-{kind}-{id}"),
+        client: client.clone(),
+        queue,
+        health: options.consumers.register(kind),
+        limit: options.recovery_limit,
+        stopped: stopped.clone(),
+        stop: Arc::clone(&stop),
+    };
+    let coaching_deps = Arc::clone(&deps);
+    let coaching = lane("coaching", jobs::coaching_queue(namespace)).run::<CoachingJob, _, _, _>(
+        move |name, backend, stopped, health| {
+            WorkerBuilder::new(name)
+                .backend(backend)
+                .concurrency(CONCURRENCY)
+                .data(Arc::clone(&coaching_deps))
+                .on_event(heartbeats(health))
+                .build(coaching_job)
+                .run_until(until(stopped))
+        },
+    );
+    let review_deps = Arc::clone(&deps);
+    let review = lane("review", jobs::review_queue(namespace)).run::<ReviewJob, _, _, _>(
+        move |name, backend, stopped, health| {
+            WorkerBuilder::new(name)
+                .backend(backend)
+                .concurrency(CONCURRENCY)
+                .data(Arc::clone(&review_deps))
+                .on_event(heartbeats(health))
+                .build(review_job)
+                .run_until(until(stopped))
+        },
+    );
+    let sweeper = WorkerBuilder::new(format!("grove-sweeper-{id}"))
+        .backend(sweep_schedule(sweep_every)?)
+        .data(deps)
+        .build(sweep_tick)
+        .run_until(until(stopped.clone()));
+    tracing::info!(namespace, concurrency = CONCURRENCY, "worker ready");
+    let (coaching, review, sweeper) = tokio::join!(coaching, review, sweeper);
+    InFlight::drain(DRAIN_LIMIT).await;
+    coaching?;
+    review?;
+    sweeper.map_err(|e| RuntimeError::Worker(e.to_string()))
+}
+
+/// Starts in-process workers on the memory backend, consuming `storages`; they stop when
+/// `shutdown` resolves. They report their health to `storages.consumers`, which the queue's
+/// readiness check reads.
+pub fn spawn_embedded(
+    deps: Arc<Deps>,
+    storages: MemoryStorages,
+    sweep_every: Duration,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), RuntimeError> {
+    let consumers = storages.consumers;
+    let coaching = WorkerBuilder::new("grove-coaching-embedded")
+        .backend(storages.coaching)
+        .concurrency(CONCURRENCY)
+        .data(Arc::clone(&deps))
+        .build(coaching_job)
+        .run_until(until(shutdown.clone()));
+    let review = WorkerBuilder::new("grove-review-embedded")
+        .backend(storages.review)
+        .concurrency(CONCURRENCY)
+        .data(Arc::clone(&deps))
+        .build(review_job)
+        .run_until(until(shutdown.clone()));
+    let sweeper = WorkerBuilder::new("grove-sweeper-embedded")
+        .backend(sweep_schedule(sweep_every)?)
+        .data(deps)
+        .build(sweep_tick)
+        .run_until(until(shutdown.clone()));
+    watch_embedded(consumers.register("coaching"), coaching, shutdown.clone());
+    watch_embedded(consumers.register("review"), review, shutdown.clone());
+    watch_embedded(consumers.register("sweeper"), sweeper, shutdown);
+    tracing::info!("embedded workers ready (in-process queues)");
+    Ok(())
+}
+
+/// Runs an in-process consumer, reporting it dead if it ends before shutdown (an in-process
+/// queue cannot be rebuilt: readiness then tells the operator to restart the api).
+fn watch_embedded<E: std::fmt::Display>(
+    health: ConsumerHandle,
+    consumer: impl Future<Output = Result<(), E>> + Send + 'static,
+    shutdown: watch::Receiver<bool>,
+) {
+    health.running();
+    tokio::spawn(async move {
+        let ended = consumer.await;
+        match ended {
+            Ok(()) if *shutdown.borrow() => health.stopped(),
+            Ok(()) => {
+                tracing::error!("an embedded consumer ended before shutdown");
+                health.dead("ended before shutdown");
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "an embedded consumer stopped");
+                health.dead(&e.to_string());
+            }
+        }
+    });
+}
+
+/// Convenience for the embedded mode: the queue to push to and the storages to consume.
+pub fn memory_queue() -> (JobQueue, MemoryStorages) {
+    JobQueue::memory()
+}
