@@ -686,19 +686,29 @@ async fn a_worker_killed_mid_send_never_sends_a_second_message() {
     );
 
     // Twilio did take it: its report, sent to the callback URL that carries our message id,
-    // puts the truth in the message's history. The request stays failed (no follow-up).
+    // puts the truth in the message's history, and the request goes on as if the send had
+    // been recorded: delivered, so the follow-up is scheduled.
     let (sid, path) = reported_to(&rig);
     let r = post_webhook(&rig, &path, &status_form(&sid, "delivered", None), None).await;
     assert_eq!(r.status(), 200);
     let view = status_of(&rig, &id).await;
     assert_eq!(view["messages"][0]["status"], "delivered", "{view}");
-    assert_eq!(view["status"], "failed");
-    assert!(
-        view["events"]
-            .to_string()
-            .contains("provider_reported_after_unknown"),
-        "{view}"
+    assert_eq!(view["status"], "follow_up_scheduled", "{view}");
+    assert!(view["follow_up"]["due_at"].is_string(), "{view}");
+    let events = view["events"].to_string();
+    for kind in [
+        "provider_reported_after_unknown",
+        "send_outcome_recovered",
+        "delivered",
+    ] {
+        assert!(events.contains(kind), "{kind}: {view}");
+    }
+    assert_eq!(
+        events.matches("send_outcome_unknown").count(),
+        1,
+        "the unknown outcome is recorded once: {view}"
     );
+    assert_eq!(rig.twilio.sends(), 1, "still exactly one text");
 }
 
 /// The sid Twilio gave the first accepted message, and the callback path (with its query) we

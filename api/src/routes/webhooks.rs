@@ -116,9 +116,12 @@ async fn status_callback(
     };
     let detail =
         json!({"message": msg.id, "provider_status": new_status, "error_code": error_code});
+    let initial = msg.kind == message_kind::INITIAL;
     if outcome_was_unknown {
-        // The run that sent it died before Twilio answered; the request already ended as
-        // failed (terminal), but its history now shows what became of the message.
+        // The run that sent it died before Twilio answered, and the request ended `failed`
+        // rather than risk a second text. Its history now shows what became of the message;
+        // a first message that did go out resumes the request where the send would have left
+        // it, and the report below then moves it on (a delivery schedules the follow-up).
         reviews::event(
             &state.db,
             &req.id,
@@ -128,8 +131,12 @@ async fn status_callback(
         )
         .await
         .map_err(internal)?;
+        if initial && matches!(new_status, "sent" | "delivered") {
+            reviews::resume_after_unknown_send(&state.db, &req.id, detail.clone(), now)
+                .await
+                .map_err(internal)?;
+        }
     }
-    let initial = msg.kind == message_kind::INITIAL;
     match new_status {
         "sent" if initial => {
             reviews::advance(&state.db, &req.id, status::SENT, detail, now)

@@ -202,7 +202,11 @@ pub async fn message_status(
     error_code: Option<i32>,
     at: DateTime<Utc>,
 ) -> Result<Option<review_message::Model>, DbErr> {
-    if message_rank(new_status) <= message_rank(&msg.status) && msg.provider_id.is_some() {
+    // A repeat of the current status (a second sweeper pass marking the same unknown outcome,
+    // a duplicate report) records nothing.
+    if new_status == msg.status
+        || (message_rank(new_status) <= message_rank(&msg.status) && msg.provider_id.is_some())
+    {
         return Ok(None);
     }
     let mut history = msg.status_history.as_array().cloned().unwrap_or_default();
@@ -390,6 +394,31 @@ pub async fn on_initial_delivered(
     )
     .await?;
     Ok(moved.then_some(due))
+}
+
+/// A first send whose outcome a crash left unknown ended its request `failed`. When the
+/// provider later reports the message sent or delivered, the request resumes at `sent`, where
+/// the send would have left it (the caller then applies the report as usual: a delivery
+/// schedules the follow-up). Returns false when the request is not in that state.
+pub async fn resume_after_unknown_send(
+    db: &impl ConnectionTrait,
+    id: &str,
+    detail: Value,
+    at: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let moved = review_request::Entity::update_many()
+        .col_expr(review_request::Column::Status, Expr::value(status::SENT))
+        .col_expr(review_request::Column::UpdatedAt, Expr::value(at))
+        .filter(review_request::Column::Id.eq(id))
+        .filter(review_request::Column::Status.eq(status::FAILED))
+        .exec(db)
+        .await?
+        .rows_affected
+        == 1;
+    if moved {
+        event(db, id, "send_outcome_recovered", detail, at).await?;
+    }
+    Ok(moved)
 }
 
 /// Due work for the sweeper: initial sends whose time has come, follow-ups that are due, and

@@ -230,10 +230,13 @@ async fn deliver(
                     now,
                 )
                 .await?;
-            } else {
+            } else if reviews::message_status(&deps.db, &msg, reviews::UNKNOWN, None, None, now)
+                .await?
+                .is_some()
+            {
                 // The earlier run may have reached the provider before it died. A second SMS is
-                // worse than none: record the unknown outcome and stop.
-                reviews::message_status(&deps.db, &msg, reviews::UNKNOWN, None, None, now).await?;
+                // worse than none: record the unknown outcome (once: only the run that marks
+                // the message does) and stop. A report from the provider may still resume it.
                 reviews::advance(
                     &deps.db,
                     &req.id,
