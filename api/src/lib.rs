@@ -20,3 +20,5 @@ pub use x402::facilitator::{
     SettleResponse, requirements_for,
 };
 pub use x402::payment::{Expected, PaymentRejection, VerifiedPayment, verify};
+pub use x402::chain::{ChainError, ChainReader, IUsdc, SelfSettler, USDC};
+pub use x402::settle::{AuthorizationReader, SettleOutcome, Settler};

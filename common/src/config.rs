@@ -3,6 +3,9 @@
 //! Every variable is documented with its default in `.env.example`. Parsing fails fast with a
 //! message naming the variable; secrets are wrapped so that they never reach a log line.
 
+mod settlement;
+pub use settlement::{SettlementConfig, SettlementMode};
+
 use alloy_primitives::Address;
 use std::{collections::HashMap, fmt, net::SocketAddr, str::FromStr, time::Duration};
 
@@ -88,6 +91,8 @@ pub struct Config {
     /// `None`: payments are verified locally and recorded unsettled (development only).
     pub facilitator_url: Option<String>,
     pub facilitator_auth: Option<Secret>,
+    /// `X402_SETTLEMENT`, `BASE_RPC_URL`, `SETTLER_PRIVATE_KEY`, `X402_SETTLE_TIMEOUT_S`.
+    pub settlement: SettlementConfig,
     /// How long one settlement may take (Base confirmation included).
     pub facilitator_timeout: Duration,
     /// `None`: paid coaching calls answer 503 `unavailable` (work we cannot do is not sold).
@@ -174,6 +179,7 @@ impl Config {
         };
         let facilitator_url =
             var("X402_FACILITATOR_URL").map(|u| u.trim_end_matches('/').to_owned());
+        let settlement = settlement::read(&var, app_env)?;
         let llm = read_llm(&var)?;
         let sms_provider = match var("SMS_PROVIDER").as_deref() {
             None | Some("outbox") => SmsProviderKind::Outbox,
@@ -243,6 +249,7 @@ impl Config {
             pay_to,
             facilitator_url,
             facilitator_auth: var("X402_FACILITATOR_AUTH").map(Secret::new),
+            settlement,
             facilitator_timeout: Duration::from_secs(facilitator_timeout_s),
             llm,
             sms_provider,
@@ -261,7 +268,7 @@ impl Config {
         if self.app_env != AppEnv::Production {
             return Ok(());
         }
-        if self.facilitator_url.is_none() {
+        if self.settles_locally() {
             return Err(ConfigError::UnsafeInProduction(
                 "local payment verification without settlement: set X402_FACILITATOR_URL",
             ));
@@ -289,7 +296,7 @@ impl Config {
 
     /// True when payments are verified locally and never settled (development default).
     pub fn settles_locally(&self) -> bool {
-        self.facilitator_url.is_none()
+        self.settlement.mode == SettlementMode::Facilitator && self.facilitator_url.is_none()
     }
 }
 

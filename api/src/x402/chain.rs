@@ -1,0 +1,386 @@
+//! USDC on Base over JSON-RPC: reading an authorization's state (`ChainReader`) and settling a
+//! payment ourselves (`SelfSettler`, `X402_SETTLEMENT=self`), as a facilitator would (x402 notes
+//! §7.3): simulate `transferWithAuthorization`, send it from the settler key, wait for the receipt.
+//!
+//! Sending twice can never move money twice: USDC marks the authorization's nonce used, so a
+//! second transaction with the same authorization reverts. That is what makes it safe to resend
+//! after a nonce collision and to call any doubt "unknown" rather than guess.
+
+mod authorization;
+
+use super::facilitator::SettleRequest;
+use super::settle::{AuthorizationReader, SettleOutcome, Settler};
+use alloy_network::eip2718::Encodable2718;
+use alloy_network::{EthereumWallet, NetworkTransactionBuilder, TransactionBuilder};
+use alloy_primitives::{Address, B256, Bytes, TxHash};
+use alloy_provider::transport::{RpcError, TransportError};
+use alloy_provider::{Provider, ProviderBuilder, RootProvider};
+use alloy_rpc_types_eth::TransactionRequest;
+use alloy_signer_local::PrivateKeySigner;
+use alloy_sol_types::{SolCall, sol};
+use async_trait::async_trait;
+use authorization::Authorization;
+use grove_common::config::Secret;
+use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
+
+pub use authorization::refusal_reason;
+
+sol! {
+    /// The part of USDC (FiatToken v2) that settlement uses.
+    interface IUsdc {
+        function transferWithAuthorization(
+            address from,
+            address to,
+            uint256 value,
+            uint256 validAfter,
+            uint256 validBefore,
+            bytes32 nonce,
+            uint8 v,
+            bytes32 r,
+            bytes32 s
+        ) external;
+        function authorizationState(address authorizer, bytes32 nonce) external view returns (bool);
+        function balanceOf(address account) external view returns (uint256);
+        event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
+        event Transfer(address indexed from, address indexed to, uint256 value);
+    }
+}
+
+/// USDC on Base mainnet, the only token we settle.
+pub const USDC: Address = super::eip3009::USDC;
+
+/// How often a settlement asks for its receipt. Base makes a block every 2 s.
+const RECEIPT_POLL: Duration = Duration::from_millis(200);
+/// One JSON-RPC request, so that a hung endpoint cannot hold a settlement past its deadline.
+const RPC_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Gas headroom over the estimate: state can change between the estimate and the block.
+const GAS_MARGIN_PERCENT: u64 = 25;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChainError {
+    #[error("BASE_RPC_URL: not a valid URL")]
+    RpcUrl,
+    #[error("SETTLER_PRIVATE_KEY: not a valid secp256k1 private key")]
+    PrivateKey,
+    #[error("BASE_RPC_URL: {0}")]
+    Rpc(String),
+    #[error("BASE_RPC_URL serves chain {got}, not Base ({expected})")]
+    WrongChain { expected: u64, got: u64 },
+}
+
+/// A JSON-RPC connection to Base, with the URL (which may carry an API key) kept out of errors.
+#[derive(Clone)]
+struct Rpc {
+    provider: RootProvider,
+    /// The URL as written and as `Url` prints it, to blank out of error text.
+    redact: [String; 2],
+}
+
+impl Rpc {
+    fn new(rpc_url: &Secret) -> Result<Self, ChainError> {
+        let url: reqwest::Url = rpc_url.expose().parse().map_err(|_| ChainError::RpcUrl)?;
+        let client = reqwest::Client::builder()
+            .timeout(RPC_REQUEST_TIMEOUT)
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|_| ChainError::Rpc("could not build an HTTP client".into()))?;
+        let redact = [rpc_url.expose().to_owned(), url.as_str().to_owned()];
+        let provider = ProviderBuilder::new()
+            .disable_recommended_fillers()
+            .connect_reqwest(client, url);
+        Ok(Self { provider, redact })
+    }
+
+    /// An RPC error as text safe to log and to keep.
+    fn describe(&self, e: &TransportError) -> String {
+        let mut text = e.to_string();
+        for secret in &self.redact {
+            text = text.replace(secret.as_str(), "<BASE_RPC_URL>");
+        }
+        text
+    }
+
+    async fn authorization_used(&self, authorizer: Address, nonce: B256) -> Result<bool, String> {
+        let call = IUsdc::authorizationStateCall { authorizer, nonce };
+        let tx = TransactionRequest::default()
+            .with_to(USDC)
+            .with_input(call.abi_encode());
+        let out = self
+            .provider
+            .call(tx)
+            .latest()
+            .await
+            .map_err(|e| self.describe(&e))?;
+        IUsdc::authorizationStateCall::abi_decode_returns(&out)
+            .map_err(|e| format!("authorizationState answered {out}: {e}"))
+    }
+}
+
+/// Reads USDC's `authorizationState` through `BASE_RPC_URL` (reconciliation, x402 notes §7.2).
+#[derive(Clone)]
+pub struct ChainReader {
+    rpc: Rpc,
+}
+
+impl ChainReader {
+    /// No request is made until the first read.
+    pub fn new(rpc_url: &Secret) -> Result<Self, ChainError> {
+        Ok(Self {
+            rpc: Rpc::new(rpc_url)?,
+        })
+    }
+}
+
+#[async_trait]
+impl AuthorizationReader for ChainReader {
+    async fn authorization_used(&self, authorizer: Address, nonce: B256) -> Result<bool, String> {
+        self.rpc.authorization_used(authorizer, nonce).await
+    }
+}
+
+/// Settles payments by sending `transferWithAuthorization` from the settler key.
+pub struct SelfSettler {
+    rpc: Rpc,
+    wallet: EthereumWallet,
+    settler: Address,
+    chain_id: u64,
+    timeout: Duration,
+    /// The settler key's next transaction nonce; `None` means "ask the chain". Held across the
+    /// send, so concurrent settlements take consecutive nonces and none is skipped or reused.
+    next_nonce: Mutex<Option<u64>>,
+}
+
+impl SelfSettler {
+    /// Connects and checks that the endpoint serves Base (chain 8453). `timeout` bounds one
+    /// settlement, receipt included (`X402_SETTLE_TIMEOUT_S`).
+    pub async fn connect(
+        rpc_url: &Secret,
+        private_key: &Secret,
+        timeout: Duration,
+    ) -> Result<Self, ChainError> {
+        let signer: PrivateKeySigner = private_key
+            .expose()
+            .parse()
+            .map_err(|_| ChainError::PrivateKey)?;
+        let rpc = Rpc::new(rpc_url)?;
+        let chain_id = rpc
+            .provider
+            .get_chain_id()
+            .await
+            .map_err(|e| ChainError::Rpc(rpc.describe(&e)))?;
+        if chain_id != grove_common::x402::CHAIN_ID {
+            return Err(ChainError::WrongChain {
+                expected: grove_common::x402::CHAIN_ID,
+                got: chain_id,
+            });
+        }
+        Ok(Self {
+            settler: signer.address(),
+            wallet: EthereumWallet::from(signer),
+            rpc,
+            chain_id,
+            timeout,
+            next_nonce: Mutex::new(None),
+        })
+    }
+
+    /// The address that sends settlements and pays their gas.
+    pub fn address(&self) -> Address {
+        self.settler
+    }
+
+    async fn settle_authorization(&self, auth: &Authorization) -> SettleOutcome {
+        let started = Instant::now();
+        let deadline = started + self.timeout;
+        let call = TransactionRequest::default()
+            .with_from(self.settler)
+            .with_to(USDC)
+            .with_input(Bytes::from(auth.call().abi_encode()));
+
+        // Simulate, estimate gas and read fees at once; a revert is the chain's own refusal.
+        let (simulated, gas, fees) = tokio::join!(
+            self.rpc.provider.call(call.clone()).latest(),
+            self.rpc.provider.estimate_gas(call.clone()).latest(),
+            self.rpc.provider.estimate_eip1559_fees(),
+        );
+        if let Err(e) = simulated {
+            return self.refusal(&e);
+        }
+        let (gas, fees) = match (gas, fees) {
+            (Ok(gas), Ok(fees)) => (gas, fees),
+            (Err(e), _) | (_, Err(e)) => return self.refusal(&e),
+        };
+        let tx = call
+            .with_chain_id(self.chain_id)
+            .with_gas_limit(gas + gas * GAS_MARGIN_PERCENT / 100)
+            .with_max_fee_per_gas(fees.max_fee_per_gas)
+            .with_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
+
+        let hash = match self.send(tx).await {
+            Ok(hash) => hash,
+            Err(outcome) => return outcome,
+        };
+        tracing::info!(tx = %hash, payer = %auth.from, nonce = %auth.nonce, "x402.settle_self sent");
+        self.await_receipt(hash, auth, deadline).await
+    }
+
+    /// Signs and sends with the next nonce. `Ok` carries the hash of a transaction that may have
+    /// reached the chain (sent, or lost in transport); `Err` is a definite outcome.
+    async fn send(&self, tx: TransactionRequest) -> Result<TxHash, SettleOutcome> {
+        let mut next = self.next_nonce.lock().await;
+        // A second attempt only after a nonce the node refused (another sender used it).
+        for attempt in 0..2 {
+            let nonce = match *next {
+                Some(n) => n,
+                None => match self
+                    .rpc
+                    .provider
+                    .get_transaction_count(self.settler)
+                    .pending()
+                    .await
+                {
+                    Ok(n) => n,
+                    Err(e) => return Err(self.unavailable(&e)),
+                },
+            };
+            let signed = match tx.clone().with_nonce(nonce).build(&self.wallet).await {
+                Ok(signed) => signed,
+                Err(e) => {
+                    tracing::error!(error = %e, "x402.settle_self could not sign");
+                    return Err(SettleOutcome::Refused {
+                        reason: "settlement_unavailable".into(),
+                    });
+                }
+            };
+            let hash = *signed.tx_hash();
+            // Forget the counter until the node answers: a send cut short leaves it to the chain.
+            *next = None;
+            match self
+                .rpc
+                .provider
+                .send_raw_transaction(&signed.encoded_2718())
+                .await
+            {
+                Ok(_) => {
+                    *next = Some(nonce + 1);
+                    return Ok(hash);
+                }
+                Err(RpcError::ErrorResp(payload)) => {
+                    let message = payload.message.to_ascii_lowercase();
+                    if message.contains("already known") {
+                        *next = Some(nonce + 1);
+                        return Ok(hash);
+                    }
+                    let nonce_taken = message.contains("nonce too low")
+                        || message.contains("replacement transaction underpriced");
+                    tracing::warn!(code = payload.code, message = %payload.message, nonce, attempt,
+                        "x402.settle_self send refused by the node");
+                    if !nonce_taken || attempt == 1 {
+                        // The node did not take it, and we will not send it again.
+                        return Err(SettleOutcome::Refused {
+                            reason: "settlement_rejected".into(),
+                        });
+                    }
+                }
+                // The node may or may not have it: wait for a receipt under this hash.
+                Err(e) => {
+                    tracing::warn!(tx = %hash, error = %self.rpc.describe(&e),
+                        "x402.settle_self send failed in transport");
+                    return Ok(hash);
+                }
+            }
+        }
+        Err(SettleOutcome::Refused {
+            reason: "settlement_rejected".into(),
+        })
+    }
+
+    async fn await_receipt(
+        &self,
+        hash: TxHash,
+        auth: &Authorization,
+        deadline: Instant,
+    ) -> SettleOutcome {
+        loop {
+            match self.rpc.provider.get_transaction_receipt(hash).await {
+                Ok(Some(receipt)) if receipt.status() => {
+                    return SettleOutcome::Settled {
+                        transaction: hash.to_string(),
+                        local: false,
+                    };
+                }
+                Ok(Some(_)) => {
+                    // Reverted: usually someone else submitted the same authorization first.
+                    let used = self.rpc.authorization_used(auth.from, auth.nonce).await;
+                    tracing::warn!(tx = %hash, ?used, "x402.settle_self reverted");
+                    let reason = if used == Ok(true) {
+                        "authorization_used"
+                    } else {
+                        "transaction_reverted"
+                    };
+                    return SettleOutcome::Refused {
+                        reason: reason.into(),
+                    };
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::debug!(tx = %hash, error = %self.rpc.describe(&e), "receipt poll failed");
+                }
+            }
+            if Instant::now() + RECEIPT_POLL > deadline {
+                tracing::warn!(tx = %hash, "x402.settle_self no receipt in time");
+                return SettleOutcome::Unknown {
+                    reason: "settlement_pending".into(),
+                };
+            }
+            tokio::time::sleep(RECEIPT_POLL).await;
+        }
+    }
+
+    /// Before anything was sent: a revert is the chain's refusal; any other failure is ours and
+    /// equally final, since nothing left this process.
+    fn refusal(&self, e: &TransportError) -> SettleOutcome {
+        let revert = e.as_error_resp().and_then(|payload| {
+            let data = payload.as_revert_data();
+            let text = data
+                .as_deref()
+                .and_then(|d| alloy_sol_types::decode_revert_reason(d))
+                .unwrap_or_else(|| payload.message.to_string());
+            (data.is_some() || text.to_ascii_lowercase().contains("revert")).then_some(text)
+        });
+        match revert {
+            Some(text) => SettleOutcome::Refused {
+                reason: refusal_reason(&text),
+            },
+            None => self.unavailable(e),
+        }
+    }
+
+    fn unavailable(&self, e: &TransportError) -> SettleOutcome {
+        tracing::warn!(error = %self.rpc.describe(e), "x402.settle_self RPC unavailable");
+        SettleOutcome::Refused {
+            reason: "settlement_unavailable".into(),
+        }
+    }
+}
+
+#[async_trait]
+impl Settler for SelfSettler {
+    async fn settle(&self, request: &SettleRequest) -> SettleOutcome {
+        match Authorization::from_request(request) {
+            Ok(auth) => self.settle_authorization(&auth).await,
+            Err(reason) => SettleOutcome::Refused {
+                reason: reason.into(),
+            },
+        }
+    }
+}
+
+/// Reconciliation reads through the settler's own connection.
+#[async_trait]
+impl AuthorizationReader for SelfSettler {
+    async fn authorization_used(&self, authorizer: Address, nonce: B256) -> Result<bool, String> {
+        self.rpc.authorization_used(authorizer, nonce).await
+    }
+}

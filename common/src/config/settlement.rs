@@ -1,0 +1,176 @@
+//! Who settles payments (`X402_SETTLEMENT`) and what our own settlement needs: a Base RPC
+//! endpoint (`BASE_RPC_URL`), the key that pays for gas (`SETTLER_PRIVATE_KEY`) and how long a
+//! settlement may wait for its receipt (`X402_SETTLE_TIMEOUT_S`).
+//!
+//! `BASE_RPC_URL` is read in both modes: with a facilitator it lets reconciliation read USDC's
+//! `authorizationState` directly. RPC URLs often carry a provider's API key, so it is a secret.
+
+use super::{AppEnv, ConfigError, Secret, invalid, parse_or};
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SettlementMode {
+    /// An x402 facilitator settles (`X402_FACILITATOR_URL`); without one, payments are verified
+    /// locally and recorded unsettled (development only).
+    Facilitator,
+    /// Grove submits USDC's `transferWithAuthorization` itself (`X402_SETTLEMENT=self`).
+    SelfHosted,
+}
+
+#[derive(Clone, Debug)]
+pub struct SettlementConfig {
+    pub mode: SettlementMode,
+    pub base_rpc_url: Option<Secret>,
+    /// 32 bytes of hex; checked at start-up, never printed.
+    pub settler_private_key: Option<Secret>,
+    /// How long our own settlement waits for a receipt before the outcome is unknown.
+    pub timeout: Duration,
+}
+
+pub(super) fn read(
+    var: &impl Fn(&str) -> Option<String>,
+    app_env: AppEnv,
+) -> Result<SettlementConfig, ConfigError> {
+    let mode = match var("X402_SETTLEMENT").as_deref() {
+        None | Some("facilitator") => SettlementMode::Facilitator,
+        Some("self") => SettlementMode::SelfHosted,
+        Some(other) => {
+            return Err(invalid(
+                "X402_SETTLEMENT",
+                format!("expected facilitator or self, got {other:?}"),
+            ));
+        }
+    };
+    let base_rpc_url = var("BASE_RPC_URL");
+    if let Some(url) = &base_rpc_url
+        && !(url.starts_with("https://") || url.starts_with("http://"))
+    {
+        // The value may embed an API key: the message does not quote it.
+        return Err(invalid(
+            "BASE_RPC_URL",
+            "must start with https:// or http://",
+        ));
+    }
+    let settler_private_key = var("SETTLER_PRIVATE_KEY");
+    if let Some(key) = &settler_private_key
+        && !is_private_key(key)
+    {
+        return Err(invalid(
+            "SETTLER_PRIVATE_KEY",
+            "expected a non-zero 32-byte hex private key (64 hex digits, 0x optional)",
+        ));
+    }
+    let timeout_s: u64 = parse_or("X402_SETTLE_TIMEOUT_S", var("X402_SETTLE_TIMEOUT_S"), "30")?;
+    if timeout_s == 0 || timeout_s > 300 {
+        return Err(invalid(
+            "X402_SETTLE_TIMEOUT_S",
+            "must be between 1 and 300 seconds",
+        ));
+    }
+    if mode == SettlementMode::SelfHosted {
+        if base_rpc_url.is_none() {
+            return Err(invalid("BASE_RPC_URL", "X402_SETTLEMENT=self needs it"));
+        }
+        if settler_private_key.is_none() {
+            return Err(invalid(
+                "SETTLER_PRIVATE_KEY",
+                "X402_SETTLEMENT=self needs it",
+            ));
+        }
+        if app_env == AppEnv::Production
+            && !base_rpc_url
+                .as_deref()
+                .is_some_and(|u| u.starts_with("https://"))
+        {
+            return Err(ConfigError::UnsafeInProduction(
+                "X402_SETTLEMENT=self over plain http: BASE_RPC_URL must be https",
+            ));
+        }
+    }
+    Ok(SettlementConfig {
+        mode,
+        base_rpc_url: base_rpc_url.map(Secret::new),
+        settler_private_key: settler_private_key.map(Secret::new),
+        timeout: Duration::from_secs(timeout_s),
+    })
+}
+
+/// 64 hex digits (after an optional `0x`), not all zero. Whether the scalar is below the curve
+/// order is left to the signer, which refuses it at start-up too.
+fn is_private_key(s: &str) -> bool {
+    let hex = s.strip_prefix("0x").unwrap_or(s);
+    hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) && hex.bytes().any(|b| b != b'0')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Config, ConfigError};
+    use super::SettlementMode;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_map(&map)
+    }
+
+    const KEY: &str = "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
+
+    #[test]
+    fn the_facilitator_settles_by_default() {
+        let c = config(&[]).expect("defaults parse");
+        assert_eq!(c.settlement.mode, SettlementMode::Facilitator);
+        assert_eq!(c.settlement.timeout.as_secs(), 30);
+    }
+
+    #[test]
+    fn self_settlement_needs_an_rpc_url_and_a_key_everywhere() {
+        let err = config(&[("X402_SETTLEMENT", "self"), ("SETTLER_PRIVATE_KEY", KEY)]).unwrap_err();
+        assert!(err.to_string().starts_with("BASE_RPC_URL"), "{err}");
+        let err = config(&[
+            ("X402_SETTLEMENT", "self"),
+            ("BASE_RPC_URL", "http://127.0.0.1:8545"),
+        ])
+        .unwrap_err();
+        assert!(err.to_string().starts_with("SETTLER_PRIVATE_KEY"), "{err}");
+        let c = config(&[
+            ("X402_SETTLEMENT", "self"),
+            ("BASE_RPC_URL", "http://127.0.0.1:8545"),
+            ("SETTLER_PRIVATE_KEY", KEY),
+            ("X402_SETTLE_TIMEOUT_S", "12"),
+        ])
+        .expect("a complete self-settlement configuration");
+        assert_eq!(c.settlement.mode, SettlementMode::SelfHosted);
+        assert_eq!(c.settlement.timeout.as_secs(), 12);
+        assert!(!c.settles_locally());
+    }
+
+    #[test]
+    fn production_self_settlement_needs_https() {
+        let err = config(&[
+            ("APP_ENV", "production"),
+            ("SMS_PROVIDER", "twilio"),
+            ("X402_SETTLEMENT", "self"),
+            ("BASE_RPC_URL", "http://rpc.example"),
+            ("SETTLER_PRIVATE_KEY", KEY),
+        ])
+        .unwrap_err();
+        assert!(matches!(err, ConfigError::UnsafeInProduction(m) if m.contains("BASE_RPC_URL")));
+    }
+
+    #[test]
+    fn a_malformed_key_names_its_variable_and_is_never_printed() {
+        for bad in ["0x1234", "zz", &"0".repeat(64), &format!("{KEY}00")] {
+            let err = config(&[("SETTLER_PRIVATE_KEY", bad)]).unwrap_err();
+            assert!(err.to_string().starts_with("SETTLER_PRIVATE_KEY"), "{err}");
+            assert!(!err.to_string().contains(bad), "{err}");
+        }
+        let c = config(&[("SETTLER_PRIVATE_KEY", KEY)]).expect("parses");
+        assert!(!format!("{c:?}").contains(&KEY[2..]));
+        for (k, v) in [("X402_SETTLEMENT", "chain"), ("X402_SETTLE_TIMEOUT_S", "0")] {
+            let err = config(&[(k, v)]).unwrap_err();
+            assert!(err.to_string().starts_with(k), "{err}");
+        }
+    }
+}

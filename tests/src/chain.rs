@@ -1,0 +1,268 @@
+//! A local Base for the settlement tests: anvil with chain id 8453 and our EIP-3009 test token
+//! (`tests/contracts/Eip3009Token.sol`) placed at USDC's address, so that payments signed for
+//! Base USDC's EIP-712 domain are valid on it unchanged.
+//!
+//! `scripts/anvil` installs anvil and solcjs from npm and compiles the token; it is run once per
+//! test binary. Without them a test skips with a notice, or fails when `GROVE_REQUIRE_ANVIL=1`
+//! (`scripts/test` sets it), so the suite cannot pass by quietly not testing.
+
+use crate::x402::{PayOptions, TestWallet, decode_b64_json};
+use alloy_primitives::{Address, B256, U256};
+use alloy_sol_types::{SolCall, SolEvent, sol};
+use base64::{Engine, engine::general_purpose::STANDARD};
+use grove_api::SettleRequest;
+use grove_api::{IUsdc, USDC};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{OnceLock, mpsc};
+use std::time::Duration;
+
+/// Anvil's third development key: public, funded with test ether by anvil; it pays for gas.
+pub const SETTLER_KEY: &str = "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
+sol! {
+    /// What the test token has beyond USDC's interface.
+    interface ITestToken {
+        function mint(address to, uint256 value) external;
+    }
+}
+
+/// Anvil's second development account, unlocked: it mints test USDC.
+const MINTER: &str = "0x70997970C51812dc3A010C7D01b50e0d17dc79C8";
+
+struct Tools {
+    anvil: PathBuf,
+    token_runtime: String,
+}
+
+/// Runs `scripts/anvil` once: the paths it prints, or why it failed.
+fn tools() -> Result<&'static Tools, String> {
+    static TOOLS: OnceLock<Result<Tools, String>> = OnceLock::new();
+    TOOLS
+        .get_or_init(|| {
+            let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/anvil");
+            let out = Command::new(&script)
+                .stderr(Stdio::inherit())
+                .output()
+                .map_err(|e| format!("could not run {}: {e}", script.display()))?;
+            if !out.status.success() {
+                return Err(format!("{} exited with {}", script.display(), out.status));
+            }
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let value = |key: &str| {
+                stdout
+                    .lines()
+                    .find_map(|l| l.strip_prefix(&format!("{key}=")))
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("scripts/anvil printed no {key}= line"))
+            };
+            let anvil = PathBuf::from(value("anvil")?);
+            let token_path = value("token")?;
+            let token_runtime = std::fs::read_to_string(&token_path)
+                .map_err(|e| format!("could not read {token_path}: {e}"))?
+                .trim()
+                .to_owned();
+            Ok(Tools {
+                anvil,
+                token_runtime,
+            })
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// A running anvil with the token in place; killed on drop.
+pub struct Chain {
+    child: Child,
+    pub url: String,
+    client: reqwest::Client,
+}
+
+impl Drop for Chain {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Chain {
+    /// A fresh chain that mines on every transaction, or `None` (after a notice) when anvil
+    /// cannot be had and `GROVE_REQUIRE_ANVIL` is not `1`.
+    pub async fn start() -> Option<Self> {
+        Self::start_with(&[]).await
+    }
+
+    /// With extra anvil arguments (`--block-time 2`).
+    pub async fn start_with(args: &[&str]) -> Option<Self> {
+        let tools = match tools() {
+            Ok(tools) => tools,
+            Err(why) => {
+                assert!(
+                    std::env::var("GROVE_REQUIRE_ANVIL").as_deref() != Ok("1"),
+                    "GROVE_REQUIRE_ANVIL=1 but the local chain is unavailable: {why}"
+                );
+                eprintln!("SKIPPED: no local chain ({why}); set GROVE_REQUIRE_ANVIL=1 to fail");
+                return None;
+            }
+        };
+        let mut child = Command::new(&tools.anvil)
+            .args(["--chain-id", "8453", "--host", "127.0.0.1", "--port", "0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("anvil starts");
+        let stdout = child.stdout.take().expect("anvil's stdout");
+        let (tx, rx) = mpsc::channel();
+        // Reads the address it listens on, then keeps draining: anvil logs every request, and a
+        // full pipe would stall it.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(addr) = line.strip_prefix("Listening on ") {
+                    let _ = tx.send(addr.trim().to_owned());
+                }
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("anvil prints the address it listens on");
+        let chain = Self {
+            child,
+            url: format!("http://{addr}"),
+            client: reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .expect("client"),
+        };
+        chain
+            .rpc("anvil_setCode", json!([USDC, tools.token_runtime]))
+            .await;
+        Some(chain)
+    }
+
+    /// One JSON-RPC call; panics on an error answer.
+    pub async fn rpc(&self, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let answer: Value = self
+            .client
+            .post(&self.url)
+            .json(&body)
+            .send()
+            .await
+            .expect("anvil answers")
+            .json()
+            .await
+            .expect("JSON-RPC answer");
+        assert!(answer.get("error").is_none(), "{method}: {answer}");
+        answer["result"].clone()
+    }
+
+    /// Mints test USDC to `to` and waits for the block.
+    pub async fn mint(&self, to: Address, amount: u64) {
+        let data = ITestToken::mintCall {
+            to,
+            value: U256::from(amount),
+        }
+        .abi_encode();
+        let hash = self
+            .rpc(
+                "eth_sendTransaction",
+                json!([{"from": MINTER, "to": USDC, "data": alloy_primitives::hex::encode_prefixed(data)}]),
+            )
+            .await;
+        self.receipt(hash.as_str().expect("a hash")).await;
+    }
+
+    pub async fn balance(&self, who: Address) -> U256 {
+        let data = IUsdc::balanceOfCall { account: who }.abi_encode();
+        let out = self
+            .rpc(
+                "eth_call",
+                json!([{"to": USDC, "data": alloy_primitives::hex::encode_prefixed(data)}, "latest"]),
+            )
+            .await;
+        let bytes = alloy_primitives::hex::decode(out.as_str().expect("hex")).expect("hex");
+        IUsdc::balanceOfCall::abi_decode_returns(&bytes).expect("a uint256")
+    }
+
+    /// The receipt of `hash`, waiting (bounded) for its block.
+    pub async fn receipt(&self, hash: &str) -> Value {
+        let mut receipt = Value::Null;
+        crate::wait_until("a receipt", async || {
+            receipt = self.rpc("eth_getTransactionReceipt", json!([hash])).await;
+            !receipt.is_null()
+        })
+        .await;
+        receipt
+    }
+
+    /// How many transactions `who` has had mined.
+    pub async fn nonce(&self, who: Address) -> u64 {
+        let n = self
+            .rpc("eth_getTransactionCount", json!([who, "latest"]))
+            .await;
+        u64::from_str_radix(n.as_str().expect("hex").trim_start_matches("0x"), 16).expect("hex")
+    }
+}
+
+/// Whether a receipt's logs hold `AuthorizationUsed(authorizer, nonce)` from USDC.
+pub fn has_authorization_used(receipt: &Value, authorizer: Address, nonce: B256) -> bool {
+    let expected = [
+        IUsdc::AuthorizationUsed::SIGNATURE_HASH,
+        authorizer.into_word(),
+        nonce,
+    ];
+    receipt["logs"].as_array().is_some_and(|logs| {
+        logs.iter().any(|log| {
+            let from_usdc = log["address"]
+                .as_str()
+                .and_then(|a| a.parse::<Address>().ok())
+                == Some(USDC);
+            let topics: Vec<B256> = log["topics"]
+                .as_array()
+                .map(|t| t.iter().filter_map(|x| x.as_str()?.parse().ok()).collect())
+                .unwrap_or_default();
+            from_usdc && topics == expected
+        })
+    })
+}
+
+/// The requirement a paid call offers (USDC on Base to `PAY_TO`), written out by hand so that
+/// grove-api's own builder cannot make both sides agree on a mistake.
+pub fn requirement(amount: u64) -> Value {
+    json!({
+        "scheme": "exact",
+        "network": "eip155:8453",
+        "amount": amount.to_string(),
+        "asset": USDC.to_checksum(None),
+        "payTo": crate::PAY_TO,
+        "maxTimeoutSeconds": 300,
+        "extra": {"name": "USD Coin", "version": "2"},
+    })
+}
+
+/// A settle request for `amount`, signed by `wallet` the way x402 clients sign: with the test
+/// wallet of `crate::x402`, through a v2 challenge.
+pub fn payment(wallet: &TestWallet, amount: u64, opts: PayOptions) -> SettleRequest {
+    let requirement = requirement(amount);
+    let challenge = json!({
+        "x402Version": 2,
+        "resource": {"url": "https://grove.test/api/v1/coach"},
+        "accepts": [requirement],
+    });
+    let header = wallet.pay(&STANDARD.encode(challenge.to_string()), opts);
+    SettleRequest {
+        x402_version: 2,
+        payment_payload: decode_b64_json(&header),
+        payment_requirements: requirement,
+    }
+}
+
+/// The `(from, nonce)` of a payment's authorization.
+pub fn authorization_of(request: &SettleRequest) -> (Address, B256) {
+    let auth = &request.payment_payload["payload"]["authorization"];
+    let from = auth["from"].as_str().and_then(|s| s.parse().ok());
+    let nonce = auth["nonce"].as_str().and_then(|s| s.parse().ok());
+    (from.expect("from"), nonce.expect("nonce"))
+}

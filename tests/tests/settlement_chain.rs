@@ -1,0 +1,294 @@
+//! Our own settlement (`X402_SETTLEMENT=self`) against a real EVM: anvil at chain id 8453 with an
+//! EIP-3009 token at Base USDC's address, paid with real signatures from the test wallet.
+//! Each test starts its own chain (`grove_tests::chain`).
+
+use alloy_primitives::{Address, U256};
+use futures::future::join_all;
+use grove_api::{AuthorizationReader, ChainReader, SelfSettler, SettleOutcome, Settler};
+use grove_common::config::Secret;
+use grove_tests::chain::{Chain, SETTLER_KEY, authorization_of, has_authorization_used, payment};
+use grove_tests::x402::{PayOptions, TestWallet};
+use grove_tests::{PAY_TO, wait_until};
+use serde_json::json;
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+const PRICE: u64 = 180_000;
+
+fn pay_to() -> Address {
+    PAY_TO.parse().expect("PAY_TO is an address")
+}
+
+async fn settler(chain: &Chain, timeout: Duration) -> SelfSettler {
+    SelfSettler::connect(&Secret::new(&chain.url), &Secret::new(SETTLER_KEY), timeout)
+        .await
+        .expect("the settler connects to anvil")
+}
+
+fn settled_hash(outcome: &SettleOutcome) -> String {
+    match outcome {
+        SettleOutcome::Settled {
+            transaction,
+            local: false,
+        } => transaction.clone(),
+        other => panic!("expected a settlement on chain, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_settlement_moves_exactly_the_price_from_payer_to_payee_and_uses_the_authorization() {
+    let Some(chain) = Chain::start().await else {
+        return;
+    };
+    let payer = TestWallet::new();
+    chain.mint(payer.address(), 1_000_000).await;
+    let settler = settler(&chain, Duration::from_secs(30)).await;
+    let reader = ChainReader::new(&Secret::new(&chain.url)).expect("reader");
+    let request = payment(&payer, PRICE, PayOptions::default());
+    let (from, nonce) = authorization_of(&request);
+    assert_eq!(reader.authorization_used(from, nonce).await, Ok(false));
+
+    let outcome = settler.settle(&request).await;
+
+    let hash = settled_hash(&outcome);
+    assert_eq!(
+        chain.balance(payer.address()).await,
+        U256::from(1_000_000 - PRICE)
+    );
+    assert_eq!(chain.balance(pay_to()).await, U256::from(PRICE));
+    let receipt = chain.receipt(&hash).await;
+    assert_eq!(receipt["status"], "0x1");
+    assert!(
+        has_authorization_used(&receipt, from, nonce),
+        "AuthorizationUsed({from}, {nonce}) in {receipt}"
+    );
+    assert_eq!(reader.authorization_used(from, nonce).await, Ok(true));
+}
+
+#[tokio::test]
+async fn a_reused_authorization_is_refused_on_chain_and_moves_nothing() {
+    let Some(chain) = Chain::start().await else {
+        return;
+    };
+    let payer = TestWallet::new();
+    chain.mint(payer.address(), 1_000_000).await;
+    let settler = settler(&chain, Duration::from_secs(30)).await;
+    let request = payment(&payer, PRICE, PayOptions::default());
+    settled_hash(&settler.settle(&request).await);
+
+    let again = settler.settle(&request).await;
+
+    assert_eq!(
+        again,
+        SettleOutcome::Refused {
+            reason: "authorization_used".into()
+        }
+    );
+    assert_eq!(chain.balance(pay_to()).await, U256::from(PRICE));
+}
+
+#[tokio::test]
+async fn usdc_refusals_keep_their_reasons() {
+    let Some(chain) = Chain::start().await else {
+        return;
+    };
+    let payer = TestWallet::new();
+    chain.mint(payer.address(), PRICE).await;
+    let settler = settler(&chain, Duration::from_secs(30)).await;
+    let settler_nonce = chain.nonce(settler.address()).await;
+    let now = grove_tests::x402::now_unix();
+    let cases = [
+        (
+            payment(&TestWallet::random(), PRICE, PayOptions::default()),
+            "insufficient_funds",
+        ),
+        (
+            payment(&payer, PRICE + 1, PayOptions::default()),
+            "insufficient_funds",
+        ),
+        (
+            payment(
+                &payer,
+                PRICE,
+                PayOptions {
+                    sign_with_other_key: true,
+                    ..Default::default()
+                },
+            ),
+            "invalid_signature",
+        ),
+        (
+            payment(
+                &payer,
+                PRICE,
+                PayOptions {
+                    high_s: true,
+                    ..Default::default()
+                },
+            ),
+            "invalid_signature",
+        ),
+        (
+            payment(
+                &payer,
+                PRICE,
+                PayOptions {
+                    valid_after: Some(now + 3600),
+                    ..Default::default()
+                },
+            ),
+            "FiatTokenV2: authorization is not yet valid",
+        ),
+    ];
+    for (request, reason) in cases {
+        assert_eq!(
+            settler.settle(&request).await,
+            SettleOutcome::Refused {
+                reason: reason.into()
+            }
+        );
+    }
+    // Refused by simulation: nothing was sent, no gas was spent, no money moved.
+    assert_eq!(chain.nonce(settler.address()).await, settler_nonce);
+    assert_eq!(chain.balance(payer.address()).await, U256::from(PRICE));
+}
+
+#[tokio::test]
+async fn sixty_four_concurrent_settlements_make_sixty_four_transfers_without_a_nonce_collision() {
+    let Some(chain) = Chain::start().await else {
+        return;
+    };
+    let payer = TestWallet::new();
+    chain.mint(payer.address(), 64 * PRICE).await;
+    let settler = settler(&chain, Duration::from_secs(60)).await;
+    let sent_before = chain.nonce(settler.address()).await;
+    let requests: Vec<_> = (0..64)
+        .map(|_| payment(&payer, PRICE, PayOptions::default()))
+        .collect();
+
+    let outcomes = join_all(requests.iter().map(|r| settler.settle(r))).await;
+
+    let hashes: HashSet<String> = outcomes.iter().map(settled_hash).collect();
+    assert_eq!(hashes.len(), 64, "64 distinct transactions");
+    assert_eq!(chain.balance(payer.address()).await, U256::ZERO);
+    assert_eq!(chain.balance(pay_to()).await, U256::from(64 * PRICE));
+    assert_eq!(chain.nonce(settler.address()).await, sent_before + 64);
+}
+
+#[tokio::test]
+async fn a_nonce_taken_by_another_sender_is_read_again_from_the_chain() {
+    let Some(chain) = Chain::start().await else {
+        return;
+    };
+    let payer = TestWallet::new();
+    chain.mint(payer.address(), 2 * PRICE).await;
+    let settler = settler(&chain, Duration::from_secs(30)).await;
+    settled_hash(
+        &settler
+            .settle(&payment(&payer, PRICE, PayOptions::default()))
+            .await,
+    );
+    // The same key sends something else (anvil keeps its development accounts unlocked), so the
+    // settler's counter is one behind the chain.
+    let hash = chain
+        .rpc(
+            "eth_sendTransaction",
+            json!([{"from": settler.address(), "to": settler.address(), "value": "0x0"}]),
+        )
+        .await;
+    chain.receipt(hash.as_str().expect("a hash")).await;
+
+    let outcome = settler
+        .settle(&payment(&payer, PRICE, PayOptions::default()))
+        .await;
+
+    settled_hash(&outcome);
+    assert_eq!(chain.balance(pay_to()).await, U256::from(2 * PRICE));
+}
+
+#[tokio::test]
+async fn with_mining_stopped_the_outcome_is_unknown_and_the_authorization_is_used_once_mined() {
+    let Some(chain) = Chain::start().await else {
+        return;
+    };
+    let payer = TestWallet::new();
+    chain.mint(payer.address(), PRICE).await;
+    let settler = settler(&chain, Duration::from_secs(1)).await;
+    let reader = ChainReader::new(&Secret::new(&chain.url)).expect("reader");
+    let request = payment(&payer, PRICE, PayOptions::default());
+    let (from, nonce) = authorization_of(&request);
+    chain.rpc("evm_setAutomine", json!([false])).await;
+
+    let outcome = settler.settle(&request).await;
+
+    assert_eq!(
+        outcome,
+        SettleOutcome::Unknown {
+            reason: "settlement_pending".into()
+        }
+    );
+    assert_eq!(reader.authorization_used(from, nonce).await, Ok(false));
+    assert_eq!(chain.balance(pay_to()).await, U256::ZERO);
+
+    chain.rpc("evm_mine", json!([])).await;
+
+    wait_until("the authorization to be used on chain", async || {
+        reader.authorization_used(from, nonce).await == Ok(true)
+    })
+    .await;
+    assert_eq!(chain.balance(pay_to()).await, U256::from(PRICE));
+    // The settler's own connection reads the same state (reconciliation in self mode).
+    assert_eq!(settler.authorization_used(from, nonce).await, Ok(true));
+}
+
+/// Not a check: prints how long a settlement takes when blocks come every 2 s, as on Base.
+/// `cargo test -p grove-tests --test settlement_chain -- --ignored --nocapture`
+#[tokio::test]
+#[ignore]
+async fn settle_latency_with_two_second_blocks() {
+    let Some(chain) = Chain::start_with(&["--block-time", "2"]).await else {
+        return;
+    };
+    let payer = TestWallet::new();
+    chain.mint(payer.address(), 100 * PRICE).await;
+    let settler = settler(&chain, Duration::from_secs(30)).await;
+
+    let mut sequential = Vec::new();
+    for _ in 0..10 {
+        let request = payment(&payer, PRICE, PayOptions::default());
+        let started = Instant::now();
+        settled_hash(&settler.settle(&request).await);
+        sequential.push(started.elapsed());
+    }
+    let requests: Vec<_> = (0..32)
+        .map(|_| payment(&payer, PRICE, PayOptions::default()))
+        .collect();
+    let started = Instant::now();
+    let concurrent = join_all(requests.iter().map(|r| async {
+        let one = Instant::now();
+        settled_hash(&settler.settle(r).await);
+        one.elapsed()
+    }))
+    .await;
+    let wall = started.elapsed();
+
+    println!("settle latency, anvil --block-time 2");
+    println!("  10 sequential: {}", summary(sequential));
+    println!(
+        "  32 concurrent: {} (all done in {:.2} s)",
+        summary(concurrent),
+        wall.as_secs_f64()
+    );
+}
+
+fn summary(mut samples: Vec<Duration>) -> String {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize].as_secs_f64();
+    format!(
+        "min {:.2} s, median {:.2} s, p90 {:.2} s, max {:.2} s",
+        at(0.0),
+        at(0.5),
+        at(0.9),
+        at(1.0)
+    )
+}
