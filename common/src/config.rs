@@ -179,6 +179,9 @@ impl Config {
         };
         let facilitator_url =
             var("X402_FACILITATOR_URL").map(|u| u.trim_end_matches('/').to_owned());
+        if let Some(url) = &facilitator_url {
+            check_facilitator_url(url, app_env)?;
+        }
         let settlement = settlement::read(&var, app_env)?;
         let llm = read_llm(&var)?;
         let sms_provider = match var("SMS_PROVIDER").as_deref() {
@@ -310,6 +313,22 @@ fn parse_or<T: FromStr>(
         .map_err(|_| invalid(name, format!("could not parse {raw:?}")))
 }
 
+/// Payment payloads (and, with CDP, bearer tokens) travel to the facilitator: in production only
+/// over TLS. Plain http stays allowed in development, for a loopback facilitator.
+fn check_facilitator_url(url: &str, app_env: AppEnv) -> Result<(), ConfigError> {
+    let var = "X402_FACILITATOR_URL";
+    let has_scheme = |scheme: &str| {
+        url.get(..scheme.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+    };
+    match app_env {
+        _ if has_scheme("https://") => Ok(()),
+        AppEnv::Production => Err(invalid(var, "must be https:// with APP_ENV=production")),
+        AppEnv::Development if has_scheme("http://") => Ok(()),
+        AppEnv::Development => Err(invalid(var, "must start with http:// or https://")),
+    }
+}
+
 fn parse_address(s: &str) -> Option<Address> {
     let hex = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
     if hex.len() != 40 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
@@ -420,6 +439,33 @@ mod tests {
         ])
         .unwrap_err();
         assert!(matches!(err, ConfigError::UnsafeInProduction(m) if m.contains("SMS_PROVIDER")));
+    }
+
+    #[test]
+    fn production_refuses_a_plain_http_facilitator() {
+        let prod = |url| {
+            config(&[
+                ("APP_ENV", "production"),
+                ("X402_FACILITATOR_URL", url),
+                ("SMS_PROVIDER", "twilio"),
+                ("TWILIO_ACCOUNT_SID", "AC1"),
+                ("TWILIO_AUTH_TOKEN", "t"),
+                ("TWILIO_FROM", "+15550100"),
+            ])
+        };
+        let want = "X402_FACILITATOR_URL: must be https:// with APP_ENV=production";
+        for url in ["http://f.example", "http://127.0.0.1:4021", "f.example"] {
+            let err = prod(url).unwrap_err();
+            assert_eq!(err.to_string(), want, "{url}");
+        }
+        let c = prod("https://f.example/").expect("https is accepted");
+        assert_eq!(c.facilitator_url.as_deref(), Some("https://f.example"));
+        // Development keeps a loopback facilitator on plain http (the test rigs use one).
+        let loopback = "http://127.0.0.1:4021";
+        let dev = config(&[("X402_FACILITATOR_URL", loopback)]).expect("dev");
+        assert_eq!(dev.facilitator_url.as_deref(), Some(loopback));
+        let err = config(&[("X402_FACILITATOR_URL", "ftp://f.example")]).unwrap_err();
+        assert!(err.to_string().starts_with("X402_FACILITATOR_URL"), "{err}");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Local payment verification (CONTRACT 3, "Payment"): a wallet-signed payment for a real 402
 //! challenge verifies and names the wallet as payer; every forgery is refused with its reason.
 
-use alloy_primitives::{Address, B256};
+use alloy_primitives::{Address, B256, U256, U512};
 use axum::http::{HeaderMap, HeaderValue};
 use base64::{
     Engine,
@@ -9,7 +9,10 @@ use base64::{
 };
 use grove_api::{Expected, PaymentRejection, VerifiedPayment, verify};
 use grove_tests::{
-    PAY_TO, coaching_body, spawn_app,
+    PAY_TO, coaching_body,
+    llm::caller_body,
+    paid::{Options, spawn_paid},
+    spawn_app,
     x402::{PayOptions, TestWallet, decode_b64_json, now_unix},
 };
 use rand::{Rng, SeedableRng, rngs::StdRng};
@@ -235,39 +238,193 @@ async fn forged_v1_payments_are_refused_with_their_reason() {
 }
 
 #[tokio::test]
-async fn validity_window_edges_are_inclusive() {
+async fn validity_window_is_usdcs_strictly_after_valid_after_and_six_seconds_before_valid_before() {
     let (header, _) = challenge().await;
     let now = now_unix();
     let opts = PayOptions {
-        valid_after: Some(now),
+        valid_after: Some(now - 1),
         valid_before: Some(now + 6),
         ..Default::default()
     };
-    let payment = TestWallet::new().pay(&header, opts);
+    let payment = one_header("payment-signature", &TestWallet::new().pay(&header, opts));
+    assert_eq!(reason(verify(&payment, &expected(), now)), "verified");
+    assert_eq!(reason(verify(&payment, &expected(), now + 1)), "expired");
+    // USDC reverts unless `block.timestamp > validAfter`: at validAfter itself it is too early.
     assert_eq!(
-        reason(verify(
-            &one_header("payment-signature", &payment),
-            &expected(),
-            now
-        )),
-        "verified"
-    );
-    assert_eq!(
-        reason(verify(
-            &one_header("payment-signature", &payment),
-            &expected(),
-            now + 1
-        )),
-        "expired"
-    );
-    assert_eq!(
-        reason(verify(
-            &one_header("payment-signature", &payment),
-            &expected(),
-            now - 1
-        )),
+        reason(verify(&payment, &expected(), now - 1)),
         "not_yet_valid"
     );
+    assert_eq!(
+        reason(verify(&payment, &expected(), now - 2)),
+        "not_yet_valid"
+    );
+}
+
+/// An honest v2 payment for the challenge, as JSON to edit after signing.
+fn honest_doc(header: &str, opts: PayOptions) -> Value {
+    decode_b64_json(&TestWallet::new().pay(header, opts))
+}
+
+fn check_doc(doc: &Value) -> &'static str {
+    reason(check(
+        "payment-signature",
+        &STANDARD.encode(doc.to_string()),
+    ))
+}
+
+/// Another way to write a number.
+type Spelling = fn(U256) -> String;
+
+/// Rewrites the decimal integer at `pointer` in another spelling of the same number, so the
+/// signature over it still holds.
+fn respell(doc: &mut Value, pointer: &str, spell: Spelling) {
+    let slot = doc.pointer_mut(pointer).expect(pointer);
+    let number = slot
+        .as_str()
+        .and_then(|s| U256::from_str_radix(s, 10).ok())
+        .expect("a decimal integer");
+    *slot = json!(spell(number));
+}
+
+/// `n + 2^256` in decimal: what a parser that wraps at 2^256 would read as `n`.
+fn plus_2_pow_256(n: U256) -> String {
+    let wide = U512::from_be_slice(&n.to_be_bytes::<32>());
+    (wide + (U512::from(1u8) << 256usize)).to_string()
+}
+
+#[tokio::test]
+async fn integers_must_be_canonical_decimal_strings_though_the_signature_holds() {
+    let (header, _) = challenge().await;
+    let honest = honest_doc(&header, PayOptions::default());
+    let fields = [
+        "/payload/authorization/value",
+        "/payload/authorization/validAfter",
+        "/payload/authorization/validBefore",
+        "/accepted/amount",
+    ];
+    #[rustfmt::skip]
+    let spellings: [(&str, Spelling, &str); 12] = [
+        ("as is", |n| n.to_string(), "verified"),
+        ("leading zero", |n| format!("0{n}"), "integer_leading_zero"),
+        ("leading zeros", |n| format!("0000000000{n}"), "integer_leading_zero"),
+        ("plus sign", |n| format!("+{n}"), "integer_not_decimal"),
+        ("leading space", |n| format!(" {n}"), "integer_not_decimal"),
+        ("trailing space", |n| format!("{n} "), "integer_not_decimal"),
+        ("hex", |n| format!("{n:#x}"), "integer_not_decimal"),
+        ("exponent", |n| {
+            let digits = n.to_string();
+            let mantissa = digits.trim_end_matches('0');
+            format!("{mantissa}e{}", digits.len() - mantissa.len())
+        }, "integer_not_decimal"),
+        ("decimal point", |n| format!("{n}.0"), "integer_not_decimal"),
+        ("underscores", |n| n.to_string().chars().map(String::from).collect::<Vec<_>>().join("_"), "integer_not_decimal"),
+        ("plus 2^256", plus_2_pow_256, "integer_too_large"),
+        ("empty", |_| String::new(), "integer_not_decimal"),
+    ];
+    for field in fields {
+        for (name, spell, want) in spellings {
+            let mut doc = honest.clone();
+            respell(&mut doc, field, spell);
+            assert_eq!(
+                check_doc(&doc),
+                want,
+                "{field} {name}: {}",
+                doc.pointer(field).unwrap_or(&Value::Null)
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn accepted_timeout_and_extra_must_be_what_was_offered() {
+    let (header, _) = challenge().await;
+    let honest = honest_doc(&header, PayOptions::default());
+    let offered = decode_b64_json(&header)["accepts"][0].clone();
+    assert_eq!(offered["maxTimeoutSeconds"], 300);
+    assert_eq!(
+        offered["extra"],
+        json!({"name": "USD Coin", "version": "2"})
+    );
+    assert_eq!(honest["accepted"], offered);
+    #[rustfmt::skip]
+    let cases: [(&str, &str, Option<Value>, &str); 13] = [
+        ("as offered", "/accepted/maxTimeoutSeconds", Some(json!(300)), "verified"),
+        ("longer", "/accepted/maxTimeoutSeconds", Some(json!(3600)), "wrong_max_timeout"),
+        ("shorter", "/accepted/maxTimeoutSeconds", Some(json!(60)), "wrong_max_timeout"),
+        ("a string", "/accepted/maxTimeoutSeconds", Some(json!("300")), "wrong_max_timeout"),
+        ("a float", "/accepted/maxTimeoutSeconds", Some(json!(300.0)), "wrong_max_timeout"),
+        ("absent", "/accepted/maxTimeoutSeconds", None, "wrong_max_timeout"),
+        // Objects compare as values: key order is not part of what was offered.
+        ("reordered", "/accepted/extra", Some(json!({"version": "2", "name": "USD Coin"})), "verified"),
+        ("Sepolia's name", "/accepted/extra/name", Some(json!("USDC")), "wrong_extra"),
+        ("version 1", "/accepted/extra/version", Some(json!("1")), "wrong_extra"),
+        ("a field added", "/accepted/extra/assetTransferMethod", Some(json!("permit2")), "wrong_extra"),
+        ("a field missing", "/accepted/extra/version", None, "wrong_extra"),
+        ("null", "/accepted/extra", Some(Value::Null), "wrong_extra"),
+        ("absent", "/accepted/extra", None, "wrong_extra"),
+    ];
+    for (name, pointer, value, want) in cases {
+        let mut doc = honest.clone();
+        match value {
+            Some(v) => grove_tests::set_pointer(&mut doc, pointer, v),
+            None => grove_tests::remove_pointer(&mut doc, pointer),
+        }
+        assert_eq!(check_doc(&doc), want, "{pointer} {name}");
+    }
+}
+
+/// Each refusal, sent with one nonce; the honest payment with that nonce then still goes through.
+#[tokio::test]
+async fn refused_payments_reserve_no_nonce_and_settle_nothing() {
+    let rig = spawn_paid(Options::default()).await;
+    let path = "/api/v1/agents/mary/call";
+    let body = caller_body("diagnose_growth");
+    let now = now_unix();
+    let nonce = B256::repeat_byte(0x5a);
+    let signed = |opts| {
+        rig.payment_for(
+            path,
+            &body,
+            PayOptions {
+                nonce: Some(nonce),
+                ..opts
+            },
+        )
+    };
+    let honest = decode_b64_json(&signed(PayOptions::default()).await);
+    let edited = |f: fn(&mut Value)| {
+        let mut doc = honest.clone();
+        f(&mut doc);
+        doc
+    };
+    #[rustfmt::skip]
+    let refused: Vec<(&str, Value)> = vec![
+        ("integer_leading_zero", edited(|d| respell(d, "/payload/authorization/value", |n| format!("0{n}")))),
+        ("integer_not_decimal", edited(|d| respell(d, "/payload/authorization/validBefore", |n| format!("{n:#x}")))),
+        ("wrong_max_timeout", edited(|d| d["accepted"]["maxTimeoutSeconds"] = json!(3600))),
+        ("wrong_extra", edited(|d| d["accepted"]["extra"]["name"] = json!("USDC"))),
+        ("not_yet_valid", decode_b64_json(&signed(PayOptions { valid_after: Some(now + 60), ..Default::default() }).await)),
+    ];
+    for (reason, doc) in refused {
+        let r = rig
+            .send_paid(path, &body, &STANDARD.encode(doc.to_string()), None)
+            .await;
+        assert_eq!(r.status(), 402, "{reason}");
+        assert!(r.headers().get("payment-required").is_some(), "{reason}");
+        let error = r.json::<Value>().await.expect("json")["error"].clone();
+        assert_eq!(error, format!("payment_invalid:{reason}"));
+    }
+    assert_eq!(rig.facilitator.settle_calls(), 0);
+    assert_eq!(rig.llm.received(), 0);
+
+    let r = rig
+        .send_paid(path, &body, &STANDARD.encode(honest.to_string()), None)
+        .await;
+    assert_eq!(r.status(), 200, "the nonce was never reserved");
+    assert_eq!(rig.facilitator.settle_calls(), 1);
+    let settled = &rig.facilitator.requests()[0]["paymentPayload"]["payload"]["authorization"];
+    assert_eq!(settled["nonce"], json!(nonce));
+    assert_eq!(settled["value"], "180000");
 }
 
 #[tokio::test]
@@ -335,6 +492,9 @@ async fn randomly_mutated_payments_are_refused_without_panicking() {
         "/accepted/amount",
         "/accepted/asset",
         "/accepted/payTo",
+        "/accepted/maxTimeoutSeconds",
+        "/accepted/extra",
+        "/accepted/extra/name",
         "/payload/signature",
         "/payload/authorization/from",
         "/payload/authorization/to",

@@ -199,8 +199,8 @@ Give the mode's `recommended_context` fields when you have them: answers with re
 
 ## 4. Pay with x402
 1. The unpaid call returns `402`. Decode the `PAYMENT-REQUIRED` header (base64 JSON, x402 v2) or read the body (x402 v1). Take `accepts[0]`: `scheme` "exact", `network` "{net}", `asset` {usdc} (USDC), `amount` in atomic units (6 decimals: "180000" = $0.18), `payTo`.
-2. Sign an EIP-3009 `TransferWithAuthorization(from, to=payTo, value=amount, validAfter<=now, validBefore>=now+60, nonce=32 random bytes)` with EIP-712 domain `{{name: "{dname}", version: "{dver}", chainId: {chain}, verifyingContract: {usdc}}}`.
-3. Retry the identical request with header `PAYMENT-SIGNATURE: base64({{"x402Version":2,"accepted":<accepts[0]>,"payload":{{"signature":"0x...","authorization":{{...}}}}}})` (or `X-PAYMENT` with `{{"x402Version":1,"scheme":"exact","network":"base","payload":...}}`).
+2. Sign an EIP-3009 `TransferWithAuthorization(from, to=payTo, value=amount, validAfter<now, validBefore>=now+60, nonce=32 random bytes)` with EIP-712 domain `{{name: "{dname}", version: "{dver}", chainId: {chain}, verifyingContract: {usdc}}}`. Write every integer as a plain decimal string without leading zeros ("180000", not "0180000" or "0x2bf20").
+3. Retry the identical request with header `PAYMENT-SIGNATURE: base64({{"x402Version":2,"accepted":<accepts[0] unchanged>,"payload":{{"signature":"0x...","authorization":{{...}}}}}})` (or `X-PAYMENT` with `{{"x402Version":1,"scheme":"exact","network":"base","payload":...}}`).
 4. A 200 carries the result and `PAYMENT-RESPONSE` (settlement: success, transaction, network, payer).
 
 ## 5. Retry safely

@@ -63,6 +63,15 @@ pub mod codes {
     }
 }
 
+/// `maxTimeoutSeconds` of every requirement we offer; a v2 payment's `accepted` must echo it.
+pub const OFFERED_MAX_TIMEOUT_SECONDS: u64 = x402::MAX_TIMEOUT_SECONDS;
+
+/// `extra` of every requirement we offer (the EIP-712 domain of USDC on Base); a v2 payment's
+/// `accepted` must echo it.
+pub fn offered_extra() -> Value {
+    json!({"name": x402::USDC_DOMAIN_NAME, "version": x402::USDC_DOMAIN_VERSION})
+}
+
 /// The challenge for `offer`, paying `pay_to`, with `error` as its code.
 pub fn build(config: &Config, pay_to: &str, offer: &Offer<'_>, error: &str) -> Challenge {
     let url = config.absolute(&offer.path);
@@ -71,7 +80,7 @@ pub fn build(config: &Config, pay_to: &str, offer: &Offer<'_>, error: &str) -> C
         // CONTRACT 3: the development default says so in the resource description.
         description.push_str(" [development: payments are verified locally and not settled]");
     }
-    let extra = json!({"name": x402::USDC_DOMAIN_NAME, "version": x402::USDC_DOMAIN_VERSION});
+    let extra = offered_extra();
     let amount = offer.price.atomic_string();
 
     let v2 = PaymentRequiredV2 {
@@ -88,7 +97,7 @@ pub fn build(config: &Config, pay_to: &str, offer: &Offer<'_>, error: &str) -> C
             amount: amount.clone(),
             asset: x402::USDC_ADDRESS.into(),
             pay_to: pay_to.to_owned(),
-            max_timeout_seconds: x402::MAX_TIMEOUT_SECONDS,
+            max_timeout_seconds: OFFERED_MAX_TIMEOUT_SECONDS,
             extra: extra.clone(),
         }],
         extensions: json!({ "bazaar": bazaar(config, offer) }),
@@ -104,7 +113,7 @@ pub fn build(config: &Config, pay_to: &str, offer: &Offer<'_>, error: &str) -> C
             description,
             mime_type: "application/json".into(),
             pay_to: pay_to.to_owned(),
-            max_timeout_seconds: x402::MAX_TIMEOUT_SECONDS,
+            max_timeout_seconds: OFFERED_MAX_TIMEOUT_SECONDS,
             asset: x402::USDC_ADDRESS.into(),
             extra,
             output_schema: json!({

@@ -6,6 +6,7 @@
 //! What needs a chain (balance, nonce already used on chain) is the facilitator's job.
 
 use super::{
+    challenge,
     eip3009::{self, SignatureProblem, TransferWithAuthorization},
     payment_header::{
         PayloadV1, PayloadV2, decode, field, malformed, parse_address, parse_uint, payment_header,
@@ -17,6 +18,8 @@ use grove_common::x402;
 use serde::Deserialize;
 use serde_json::Value;
 use std::str::FromStr;
+
+pub use super::payment_header::UintProblem;
 
 /// What this call must be paid with. Network, asset and EIP-712 domain are constants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,7 +62,19 @@ pub enum PaymentRejection {
     WrongPayTo,
     #[error("the authorized value must be exactly {0} atomic USDC units")]
     WrongAmount(u64),
-    #[error("the authorization is not valid yet (validAfter is in the future)")]
+    #[error("{field} must be a canonical decimal string: {}", uint_rule(.problem))]
+    NonCanonicalInteger {
+        field: &'static str,
+        problem: UintProblem,
+    },
+    #[error(
+        "accepted.maxTimeoutSeconds must be {}, as offered",
+        challenge::OFFERED_MAX_TIMEOUT_SECONDS
+    )]
+    WrongMaxTimeout,
+    #[error("accepted.extra must be {}, as offered", challenge::offered_extra())]
+    WrongExtra,
+    #[error("the authorization is not valid yet (validAfter must be before now, as USDC requires)")]
     NotYetValid,
     #[error(
         "the authorization expires too soon to settle (validBefore must be at least now + {MIN_SECONDS_LEFT}s)"
@@ -85,6 +100,13 @@ impl PaymentRejection {
             Self::WrongAsset => "wrong_asset",
             Self::WrongPayTo => "wrong_pay_to",
             Self::WrongAmount(_) => "wrong_amount",
+            Self::NonCanonicalInteger { problem, .. } => match problem {
+                UintProblem::NotDecimal => "integer_not_decimal",
+                UintProblem::LeadingZero => "integer_leading_zero",
+                UintProblem::TooLarge => "integer_too_large",
+            },
+            Self::WrongMaxTimeout => "wrong_max_timeout",
+            Self::WrongExtra => "wrong_extra",
             Self::NotYetValid => "not_yet_valid",
             Self::Expired => "expired",
             Self::BadSignature => "bad_signature",
@@ -97,6 +119,20 @@ impl PaymentRejection {
     pub fn message(&self) -> String {
         self.to_string()
     }
+}
+
+/// The rule a non-canonical integer broke, for the refusal's message.
+fn uint_rule(problem: &UintProblem) -> &'static str {
+    match problem {
+        UintProblem::NotDecimal => "ASCII digits only (no sign, space, hex or exponent)",
+        UintProblem::LeadingZero => "no leading zeros",
+        UintProblem::TooLarge => "at most 2^256 - 1",
+    }
+}
+
+/// A uint256 field in its one canonical spelling, or the refusal naming the field.
+fn uint(field: &'static str, s: &str) -> Result<U256, PaymentRejection> {
+    parse_uint(s).map_err(|problem| PaymentRejection::NonCanonicalInteger { field, problem })
 }
 
 /// Settlement needs a few Base blocks (2 s each) before `validBefore`, or the transfer reverts
@@ -131,8 +167,16 @@ pub fn verify(
         if parse_address(&p.accepted.pay_to) != Some(expected.pay_to) {
             return Err(PaymentRejection::WrongPayTo);
         }
-        if parse_uint(&p.accepted.amount) != Some(U256::from(expected.amount_atomic)) {
+        if uint("accepted.amount", &p.accepted.amount)? != U256::from(expected.amount_atomic) {
             return Err(PaymentRejection::WrongAmount(expected.amount_atomic));
+        }
+        // Not covered by the signature, but a facilitator may read them from the payload: the
+        // client must have accepted exactly our terms, not a longer timeout or another domain.
+        if p.accepted.max_timeout_seconds.as_u64() != Some(challenge::OFFERED_MAX_TIMEOUT_SECONDS) {
+            return Err(PaymentRejection::WrongMaxTimeout);
+        }
+        if p.accepted.extra != challenge::offered_extra() {
+            return Err(PaymentRejection::WrongExtra);
         }
         p.payload
     } else {
@@ -145,10 +189,9 @@ pub fn verify(
     let message = TransferWithAuthorization {
         from: parse_address(&a.from).ok_or_else(|| field("authorization.from"))?,
         to: parse_address(&a.to).ok_or_else(|| field("authorization.to"))?,
-        value: parse_uint(&a.value).ok_or_else(|| field("authorization.value"))?,
-        validAfter: parse_uint(&a.valid_after).ok_or_else(|| field("authorization.validAfter"))?,
-        validBefore: parse_uint(&a.valid_before)
-            .ok_or_else(|| field("authorization.validBefore"))?,
+        value: uint("authorization.value", &a.value)?,
+        validAfter: uint("authorization.validAfter", &a.valid_after)?,
+        validBefore: uint("authorization.validBefore", &a.valid_before)?,
         nonce: B256::from_str(&a.nonce).map_err(|_| field("authorization.nonce"))?,
     };
     if message.to != expected.pay_to {
@@ -158,7 +201,8 @@ pub fn verify(
     if message.value != U256::from(expected.amount_atomic) {
         return Err(PaymentRejection::WrongAmount(expected.amount_atomic));
     }
-    if message.validAfter > U256::from(now_unix) {
+    // USDC's rule is `block.timestamp > validAfter`: at `validAfter` itself the transfer reverts.
+    if message.validAfter >= U256::from(now_unix) {
         return Err(PaymentRejection::NotYetValid);
     }
     if message.validBefore < U256::from(now_unix) + U256::from(MIN_SECONDS_LEFT) {
@@ -211,5 +255,20 @@ mod tests {
         );
         assert_eq!(PaymentRejection::WrongAmount(1).reason(), "wrong_amount");
         assert!(PaymentRejection::Expired.message().contains("now + 6s"));
+        let leading = PaymentRejection::NonCanonicalInteger {
+            field: "authorization.value",
+            problem: UintProblem::LeadingZero,
+        };
+        assert_eq!(leading.reason(), "integer_leading_zero");
+        assert_eq!(
+            leading.message(),
+            "authorization.value must be a canonical decimal string: no leading zeros"
+        );
+        assert!(PaymentRejection::WrongMaxTimeout.message().contains("300"));
+        assert!(
+            PaymentRejection::WrongExtra
+                .message()
+                .contains(r#"{"name":"USD Coin","version":"2"}"#)
+        );
     }
 }

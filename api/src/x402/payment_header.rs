@@ -32,8 +32,8 @@ pub(super) struct PayloadV2 {
     pub(super) payload: ExactPayload,
 }
 
-/// The requirement the client says it chose; other fields (extra, maxTimeoutSeconds) do not
-/// change what is signed, so they are left to the facilitator.
+/// The requirement the client says it chose. `maxTimeoutSeconds` and `extra` are kept as raw
+/// JSON (absent: `null`) because they are compared with the offer as values, not parsed.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct AcceptedV2 {
@@ -42,6 +42,10 @@ pub(super) struct AcceptedV2 {
     pub(super) amount: String,
     pub(super) asset: String,
     pub(super) pay_to: String,
+    #[serde(default)]
+    pub(super) max_timeout_seconds: Value,
+    #[serde(default)]
+    pub(super) extra: Value,
 }
 
 #[derive(Deserialize)]
@@ -115,12 +119,32 @@ pub(super) fn parse_address(s: &str) -> Option<Address> {
     Address::from_str(digits).ok()
 }
 
-/// A uint256 as x402 writes it: a plain decimal string (no sign, no spaces, no exponent).
-pub(super) fn parse_uint(s: &str) -> Option<U256> {
-    if s.is_empty() || s.len() > 78 || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+/// Why an integer string is not the one canonical spelling of a uint256.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UintProblem {
+    /// Empty, or anything but ASCII digits: a sign, whitespace, `0x`, an exponent, a point.
+    NotDecimal,
+    /// `"0180000"`: one number, two spellings, and parsers that disagree on the second (octal).
+    LeadingZero,
+    /// Above 2^256 - 1: what USDC's `uint256` cannot hold.
+    TooLarge,
+}
+
+/// A uint256 as x402 writes it: ASCII decimal digits, no leading zero (`"0"` itself excepted),
+/// within 2^256 - 1. The signature covers the number, not its spelling, so any other spelling
+/// would let the facilitator see a string we did not check.
+pub(super) fn parse_uint(s: &str) -> Result<U256, UintProblem> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(UintProblem::NotDecimal);
     }
-    U256::from_str_radix(s, 10).ok()
+    if s.len() > 1 && s.starts_with('0') {
+        return Err(UintProblem::LeadingZero);
+    }
+    // 2^256 - 1 has 78 digits; longer strings need not be parsed to be refused.
+    if s.len() > 78 {
+        return Err(UintProblem::TooLarge);
+    }
+    U256::from_str_radix(s, 10).map_err(|_| UintProblem::TooLarge)
 }
 
 pub(super) fn malformed(why: impl ToString) -> PaymentRejection {
@@ -138,17 +162,26 @@ mod tests {
     use grove_common::x402;
 
     #[test]
-    fn uints_are_plain_decimal_strings() {
-        assert_eq!(parse_uint("180000"), Some(U256::from(180_000u64)));
-        for bad in ["", "-1", "+1", " 1", "1e6", "0x10", "1_000", "١"] {
-            assert_eq!(parse_uint(bad), None, "{bad:?}");
+    fn uints_are_canonical_decimal_strings() {
+        assert_eq!(parse_uint("180000"), Ok(U256::from(180_000u64)));
+        assert_eq!(parse_uint("0"), Ok(U256::ZERO));
+        assert_eq!(parse_uint(&U256::MAX.to_string()), Ok(U256::MAX));
+        #[rustfmt::skip]
+        let not_decimal = [
+            "", "-1", "+1", " 1", "1 ", "1\n", "1e6", "1E6", "1.0", "0x10", "0X10", "1_000", "١", "０",
+        ];
+        for bad in not_decimal {
+            assert_eq!(parse_uint(bad), Err(UintProblem::NotDecimal), "{bad:?}");
         }
-        assert_eq!(parse_uint(&"9".repeat(79)), None);
-        assert_eq!(
-            parse_uint(&"9".repeat(78)),
-            None,
-            "above 2^256 does not parse"
-        );
+        for bad in ["00", "0180000", "00000000000000000000000000000000001"] {
+            assert_eq!(parse_uint(bad), Err(UintProblem::LeadingZero), "{bad:?}");
+        }
+        // 2^256 itself, then longer numbers.
+        let two_to_256 =
+            "115792089237316195423570985008687907853269984665640564039457584007913129639936";
+        for bad in [two_to_256.to_owned(), "9".repeat(78), "1".repeat(200)] {
+            assert_eq!(parse_uint(&bad), Err(UintProblem::TooLarge), "{bad:.20}");
+        }
     }
 
     #[test]
