@@ -13,7 +13,7 @@ use base64::{Engine, engine::general_purpose::STANDARD};
 use grove_api::SettleRequest;
 use grove_api::{IUsdc, USDC};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{OnceLock, mpsc};
@@ -102,7 +102,11 @@ impl Chain {
                     std::env::var("GROVE_REQUIRE_ANVIL").as_deref() != Ok("1"),
                     "GROVE_REQUIRE_ANVIL=1 but the local chain is unavailable: {why}"
                 );
-                eprintln!("SKIPPED: no local chain ({why}); set GROVE_REQUIRE_ANVIL=1 to fail");
+                // Straight to stderr: libtest would swallow an `eprintln!` of a passing test.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "SKIPPED: no local chain ({why}); set GROVE_REQUIRE_ANVIL=1 to fail"
+                );
                 return None;
             }
         };

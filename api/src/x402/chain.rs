@@ -21,8 +21,9 @@ use alloy_sol_types::{SolCall, sol};
 use async_trait::async_trait;
 use authorization::Authorization;
 use grove_common::config::Secret;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::Mutex;
+use tokio::time::{Instant, timeout_at};
 
 pub use authorization::refusal_reason;
 
@@ -199,11 +200,17 @@ impl SelfSettler {
             .with_input(Bytes::from(auth.call().abi_encode()));
 
         // Simulate, estimate gas and read fees at once; a revert is the chain's own refusal.
-        let (simulated, gas, fees) = tokio::join!(
-            self.rpc.provider.call(call.clone()).latest(),
-            self.rpc.provider.estimate_gas(call.clone()).latest(),
-            self.rpc.provider.estimate_eip1559_fees(),
-        );
+        let prepared = timeout_at(deadline, async {
+            tokio::join!(
+                self.rpc.provider.call(call.clone()).latest(),
+                self.rpc.provider.estimate_gas(call.clone()).latest(),
+                self.rpc.provider.estimate_eip1559_fees(),
+            )
+        })
+        .await;
+        let Ok((simulated, gas, fees)) = prepared else {
+            return too_slow_to_send();
+        };
         if let Err(e) = simulated {
             return self.refusal(&e);
         }
@@ -217,18 +224,29 @@ impl SelfSettler {
             .with_max_fee_per_gas(fees.max_fee_per_gas)
             .with_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
 
-        let hash = match self.send(tx).await {
+        let hash = match self.send(tx, deadline).await {
             Ok(hash) => hash,
             Err(outcome) => return outcome,
         };
         tracing::info!(tx = %hash, payer = %auth.from, nonce = %auth.nonce, "x402.settle_self sent");
-        self.await_receipt(hash, auth, deadline).await
+        let outcome = self.await_receipt(hash, auth, deadline).await;
+        tracing::info!(tx = %hash, ?outcome, elapsed_ms = started.elapsed().as_millis() as u64,
+            "x402.settle_self done");
+        outcome
     }
 
     /// Signs and sends with the next nonce. `Ok` carries the hash of a transaction that may have
     /// reached the chain (sent, or lost in transport); `Err` is a definite outcome.
-    async fn send(&self, tx: TransactionRequest) -> Result<TxHash, SettleOutcome> {
-        let mut next = self.next_nonce.lock().await;
+    async fn send(
+        &self,
+        tx: TransactionRequest,
+        deadline: Instant,
+    ) -> Result<TxHash, SettleOutcome> {
+        // Queued behind other settlements past the deadline: better not sent at all than sent
+        // with no time left to see it land.
+        let Ok(mut next) = timeout_at(deadline, self.next_nonce.lock()).await else {
+            return Err(too_slow_to_send());
+        };
         // A second attempt only after a nonce the node refused (another sender used it).
         for attempt in 0..2 {
             let nonce = match *next {
@@ -302,8 +320,19 @@ impl SelfSettler {
         auth: &Authorization,
         deadline: Instant,
     ) -> SettleOutcome {
+        let pending = || {
+            tracing::warn!(tx = %hash, "x402.settle_self no receipt in time");
+            SettleOutcome::Unknown {
+                reason: "settlement_pending".into(),
+            }
+        };
         loop {
-            match self.rpc.provider.get_transaction_receipt(hash).await {
+            let Ok(polled) =
+                timeout_at(deadline, self.rpc.provider.get_transaction_receipt(hash)).await
+            else {
+                return pending();
+            };
+            match polled {
                 Ok(Some(receipt)) if receipt.status() => {
                     return SettleOutcome::Settled {
                         transaction: hash.to_string(),
@@ -329,10 +358,7 @@ impl SelfSettler {
                 }
             }
             if Instant::now() + RECEIPT_POLL > deadline {
-                tracing::warn!(tx = %hash, "x402.settle_self no receipt in time");
-                return SettleOutcome::Unknown {
-                    reason: "settlement_pending".into(),
-                };
+                return pending();
             }
             tokio::time::sleep(RECEIPT_POLL).await;
         }
@@ -362,6 +388,14 @@ impl SelfSettler {
         SettleOutcome::Refused {
             reason: "settlement_unavailable".into(),
         }
+    }
+}
+
+/// Nothing was sent, and nothing will be.
+fn too_slow_to_send() -> SettleOutcome {
+    tracing::warn!("x402.settle_self deadline passed before sending");
+    SettleOutcome::Refused {
+        reason: "settlement_unavailable".into(),
     }
 }
 
