@@ -49,13 +49,17 @@ async fn call(
         )
             .into_response());
     }
-    review::pre_payment_checks(
+    let phone = review::pre_payment_checks(
         &state.db,
         &body,
         state.clock.now(),
         &state.config.public_base_url,
     )
     .await?;
+    let cooldown_days = body
+        .get("min_days_since_last_request")
+        .and_then(serde_json::Value::as_i64)
+        .unwrap_or(0);
     let offer = Offer {
         path: REVIEW_REQUEST.call_path(),
         description: format!("{} ({})", REVIEW_REQUEST.name, REVIEW_REQUEST.price),
@@ -75,6 +79,7 @@ async fn call(
         mode: None,
         body: &body,
         offer,
+        phone: Some((phone.e164().to_owned(), cooldown_days)),
     };
     paid::serve(&state, &parts.headers, key, purchase).await
 }

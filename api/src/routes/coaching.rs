@@ -69,6 +69,7 @@ async fn call(
         mode: Some(mode.id),
         body: &body,
         offer,
+        phone: None,
     };
     paid::serve(&state, &parts.headers, key, purchase).await
 }

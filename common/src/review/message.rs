@@ -41,6 +41,18 @@ pub fn render(
     link: &str,
 ) -> Result<Rendered, Vec<Violation>> {
     let pieces = parse(template.unwrap_or(DEFAULT_TEMPLATE))?;
+    // Words and names that pass alone may still join into an address ("{business_name}.ly").
+    let joined = fill(&pieces, first_name, business_name, " ").body;
+    if screen::problems(first_name).is_empty()
+        && screen::problems(business_name).is_empty()
+        && !screen::problems(&joined).is_empty()
+    {
+        return Err(vec![Violation::new(
+            PATH,
+            "the template and the names together form a web address; only {review_link} may \
+             carry a link",
+        )]);
+    }
     let rendered = fill(&pieces, first_name, business_name, link);
     let length = rendered.body.chars().count();
     if length > MAX_CHARS {
@@ -91,6 +103,16 @@ fn parse(template: &str) -> Result<Vec<Piece<'_>>, Vec<Violation>> {
         rest = &after[close + 1..];
     }
     pieces.push(Piece::Text(rest));
+    let literal: Vec<&str> = pieces
+        .iter()
+        .filter_map(|p| match p {
+            Piece::Text(t) => Some(*t),
+            Piece::Token(_) => None,
+        })
+        .collect();
+    for problem in screen::problems(&literal.join(" ")) {
+        errors.push(Violation::new(PATH, problem));
+    }
     for (token, name) in [
         (Token::BusinessName, "{business_name}"),
         (Token::ReviewLink, "{review_link}"),
@@ -141,24 +163,38 @@ fn fill(pieces: &[Piece<'_>], first_name: &str, business_name: &str, link: &str)
     }
 }
 
-/// The word STOP, any case, read as an instruction: in capitals ("STOP to end"), or lower-case
-/// after "reply", "text", "txt" or "send" within three words ("reply stop to opt out"). A bare
-/// "Stop by again soon!" is not an instruction, so it still gets the sentence.
+/// An opt-out instruction in that exact sense: STOP (any case) followed by "to" and an opt-out
+/// word ("Reply STOP to opt out", "Text stop to unsubscribe", "STOP to end"), or after "reply",
+/// "text", "txt", "send" or "respond" at the end of a sentence ("Reply STOP."). A word that merely
+/// contains STOP, or STOP in another sense ("NON STOP savings", "Stop by soon"), is none.
 fn has_opt_out_instruction(text: &str) -> bool {
-    let words: Vec<&str> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
+    const VERBS: [&str; 5] = ["reply", "text", "txt", "send", "respond"];
+    const ENDS: [&str; 8] = [
+        "opt", "optout", "unsubscribe", "end", "cancel", "stop", "quit", "unsub",
+    ];
+    // Words with the punctuation that ends a sentence kept as a word of its own.
+    let mut words: Vec<String> = Vec::new();
+    for raw in text.split_whitespace() {
+        let w: String = raw.chars().filter(|c| c.is_alphanumeric()).collect();
+        if !w.is_empty() {
+            words.push(w.to_lowercase());
+        }
+        if raw.ends_with(['.', '!', ')', ';', ',']) {
+            words.push(".".into());
+        }
+    }
+    let is_end = |i: usize| ENDS.contains(&words.get(i).map(String::as_str).unwrap_or_default());
     words.iter().enumerate().any(|(i, w)| {
-        w.eq_ignore_ascii_case("stop")
-            && (*w == "STOP"
-                || words[i.saturating_sub(3)..i].iter().any(|p| {
-                    ["reply", "text", "txt", "send"]
-                        .iter()
-                        .any(|verb| p.eq_ignore_ascii_case(verb))
-                }))
+        if w != "stop" {
+            return false;
+        }
+        let after_to = words.get(i + 1).is_some_and(|n| n == "to") && is_end(i + 2);
+        let after_verb = i > 0 && VERBS.contains(&words[i - 1].as_str());
+        // "STOP to opt out", or "Reply STOP" ending its sentence or followed by "to <end>".
+        after_to || (after_verb && matches!(words.get(i + 1).map(String::as_str), None | Some(".")))
     })
 }
 
+pub mod screen;
 #[cfg(test)]
 mod tests;

@@ -92,6 +92,12 @@ pub fn validate_request(body: &Value, now: DateTime<Utc>, public_base_url: &str)
                 "must not contain line breaks or control characters",
             ));
         }
+        // A name is texted as written: it may not smuggle in a link or a disguise either.
+        for problem in message::screen::problems(value) {
+            if !problem.contains("control character") {
+                out.push(Violation::new(pointer, problem));
+            }
+        }
     }
 
     // Render with a stand-in link of the real length, so the length limit is exact.

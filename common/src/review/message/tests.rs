@@ -42,6 +42,10 @@ fn opt_out_sentence_is_appended_when_the_template_has_no_instruction() {
         "{business_name} would love a review: {review_link}",
         "Stop by {business_name} again soon! {review_link}",
         "{business_name} {review_link} nonstop thanks",
+        // STOP in another sense is no instruction (issue 10).
+        "URGENT {business_name}: NON STOP savings {review_link}",
+        "{business_name}: {review_link} STOP by again",
+        "{business_name}: {review_link} Reply STOP to win a prize",
     ] {
         let r = render(Some(template), "Al", "Quick Stop", LINK).unwrap();
         assert!(
@@ -50,10 +54,12 @@ fn opt_out_sentence_is_appended_when_the_template_has_no_instruction() {
             r.body
         );
     }
-    // Upper-case STOP or "text stop" count as instructions.
+    // Instructions in that exact sense count, in any case.
     for template in [
         "{business_name}: {review_link} STOP to end",
         "{business_name}: {review_link} Text stop to unsubscribe",
+        "{business_name}: {review_link} Reply STOP to opt out",
+        "{business_name}: {review_link} (reply stop.)",
     ] {
         let r = render(Some(template), "Al", "Acme", LINK).unwrap();
         assert!(!r.body.contains(OPT_OUT_SENTENCE), "{template}");
@@ -148,4 +154,29 @@ fn rendered_serialises_with_the_contract_field_names() {
     assert_eq!(json["encoding"], "GSM-7");
     assert_eq!(json["segments"], 1);
     assert!(json["body"].as_str().unwrap().contains("Sarah"));
+}
+
+#[test]
+fn links_and_control_characters_in_the_template_are_refused_with_every_problem() {
+    let m = messages(render(
+        Some("URGENT {business_name}: your account is locked, verify at https://bit.ly/x9 now\u{7}. NON STOP {review_link}"),
+        "Al",
+        "Acme",
+        LINK,
+    ));
+    assert_eq!(m.len(), 2, "{m:?}");
+    assert!(m[0].contains("control character"), "{m:?}");
+    assert!(m[1].contains("shortener"), "{m:?}");
+}
+
+#[test]
+fn names_and_template_words_that_join_into_an_address_are_refused() {
+    let m = messages(render(
+        Some("{business_name}.ly/x9 {review_link}"),
+        "Al",
+        "bit",
+        LINK,
+    ));
+    assert_eq!(m.len(), 1);
+    assert!(m[0].contains("together form a web address"), "{m:?}");
 }

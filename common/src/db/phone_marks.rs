@@ -1,0 +1,69 @@
+//! The per-phone sale mark behind the review cooldown (issue 10): taken in one statement, so
+//! concurrent requests to one phone inside a cooldown cannot all pass a check and then all buy.
+
+use super::entities::phone_mark;
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, ExprTrait, QueryFilter,
+    sea_query::{Expr, OnConflict},
+};
+use uuid::Uuid;
+
+/// Marks a sale to `phone` by `call_id` at `now`, unless one was marked less than `days` ago
+/// (`days == 0`: no cooldown asked, the mark is always taken). False: the cooldown holds.
+pub async fn take(
+    db: &impl ConnectionTrait,
+    phone: &str,
+    call_id: Uuid,
+    now: DateTime<Utc>,
+    days: i64,
+) -> Result<bool, DbErr> {
+    let row = phone_mark::ActiveModel {
+        phone: Set(phone.to_owned()),
+        call_id: Set(call_id),
+        last_at: Set(now),
+        previous_at: Set(None),
+    };
+    let mut on_conflict = OnConflict::column(phone_mark::Column::Phone);
+    on_conflict
+        .value(phone_mark::Column::CallId, Expr::value(call_id))
+        .value(phone_mark::Column::LastAt, Expr::value(now))
+        .value(
+            phone_mark::Column::PreviousAt,
+            Expr::col((phone_mark::Entity, phone_mark::Column::LastAt)),
+        );
+    if days > 0 {
+        on_conflict.action_and_where(
+            Expr::col((phone_mark::Entity, phone_mark::Column::LastAt))
+                .lt(now - chrono::Duration::days(days)),
+        );
+    }
+    let taken = phone_mark::Entity::insert(row)
+        .on_conflict(on_conflict)
+        .exec_without_returning(db)
+        .await?;
+    Ok(taken == 1)
+}
+
+/// The sale by `call_id` did not happen (its settlement was refused): its mark goes back to what
+/// it was, if no later sale has replaced it.
+pub async fn give_back(db: &impl ConnectionTrait, call_id: Uuid) -> Result<(), DbErr> {
+    phone_mark::Entity::delete_many()
+        .filter(phone_mark::Column::CallId.eq(call_id))
+        .filter(phone_mark::Column::PreviousAt.is_null())
+        .exec(db)
+        .await?;
+    phone_mark::Entity::update_many()
+        .col_expr(
+            phone_mark::Column::LastAt,
+            Expr::col(phone_mark::Column::PreviousAt).into(),
+        )
+        .col_expr(
+            phone_mark::Column::PreviousAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .filter(phone_mark::Column::CallId.eq(call_id))
+        .exec(db)
+        .await?;
+    Ok(())
+}
