@@ -5,7 +5,9 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20261122_000001_paid_calls;
 mod m20261122_000002_review_requests;
+mod m20261123_000003_settlement;
 mod m20261123_000004_call_lease;
+mod m20261123_000005_phone_marks;
 
 pub struct Migrator;
 
@@ -15,7 +17,9 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261122_000001_paid_calls::Migration),
             Box::new(m20261122_000002_review_requests::Migration),
+            Box::new(m20261123_000003_settlement::Migration),
             Box::new(m20261123_000004_call_lease::Migration),
+            Box::new(m20261123_000005_phone_marks::Migration),
         ]
     }
 }

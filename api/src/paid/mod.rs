@@ -23,7 +23,7 @@ use grove_common::{
     db::{
         calls::{self, status},
         entities::call,
-        reviews,
+        phone_marks, reviews,
     },
     jobs::{CoachingJob, ReviewJob, ReviewStep},
 };
@@ -42,6 +42,9 @@ pub struct Purchase<'a> {
     pub mode: Option<&'static str>,
     pub body: &'a Value,
     pub offer: Offer<'a>,
+    /// A text to this phone (E.164), sold only if none was sold in the last `days` (0: no
+    /// cooldown asked). Taken atomically before settlement.
+    pub phone: Option<(String, i64)>,
 }
 
 fn internal(e: impl std::fmt::Display) -> ApiError {
@@ -141,6 +144,21 @@ pub async fn serve(
         } if held != request_hash => return Err(ApiError::IdempotencyKeyReused),
         Claim::Existing { call_id, .. } => repeat(state, call_id, deadline).await?,
         Claim::New(call) => {
+            if let Some((phone, days)) = &purchase.phone
+                && !phone_marks::take(&state.db, phone, call.id, state.clock.now(), *days)
+                    .await
+                    .map_err(internal)?
+            {
+                // Another request to this phone was sold inside the cooldown since our
+                // pre-payment check: this one is not sold (nothing was settled).
+                let not_sold = SettleOutcome::Refused {
+                    reason: "cooldown_active".into(),
+                };
+                ledger::record_outcome(&state.db, call.id, &not_sold, chrono::Utc::now())
+                    .await
+                    .map_err(internal)?;
+                return Err(ApiError::CooldownActive { days: *days });
+            }
             let outcome = state.settler.settle(&settle_request).await;
             state.metrics.settlement(outcome.label());
             let moved = ledger::record_outcome(&state.db, call.id, &outcome, chrono::Utc::now())
@@ -149,6 +167,11 @@ pub async fn serve(
             match &outcome {
                 SettleOutcome::Refused { reason } => {
                     tracing::warn!(call_id = %call.id, %reason, "settlement refused");
+                    if purchase.phone.is_some() {
+                        phone_marks::give_back(&state.db, call.id)
+                            .await
+                            .map_err(internal)?;
+                    }
                     // Repeats that waited on this settlement get the same 402.
                     state.completions.notify(call.id).await;
                     return Err(refuse(&codes::settlement_failed(reason)));

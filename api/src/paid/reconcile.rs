@@ -31,8 +31,8 @@ use grove_common::db::{
     payments::status as pay_status,
 };
 use sea_orm::{
-    ColumnTrait, DbErr, EntityTrait, ExprTrait, QueryFilter, QueryOrder, QuerySelect,
-    sea_query::Expr,
+    ColumnTrait, Condition, DbErr, EntityTrait, ExprTrait, QueryFilter, QueryOrder, QuerySelect,
+    sea_query::{Alias, Expr},
 };
 use tokio::sync::watch;
 
@@ -153,6 +153,7 @@ async fn check(
                 reason: "authorization_expired_unused".into(),
             };
             ledger::record_outcome(&state.db, call_id, &outcome, now).await?;
+            grove_common::db::phone_marks::give_back(&state.db, call_id).await?;
             state.completions.notify(call_id).await;
         }
         Decision::Unknown(reason) => {
@@ -217,13 +218,27 @@ async fn decide(state: &AppState, p: &payment::Model) -> Decision {
     }
 }
 
-/// Settled calls still `pending` well past the time their job should have started: push again.
+/// Settled calls whose job is lost: still `pending` well past the time their job should have
+/// started, or `running` under a lease that lapsed (its worker died). Push them again.
 async fn recover_stranded(state: &AppState, now: DateTime<Utc>) -> Result<usize, DbErr> {
     // A job starts within moments of its push; a whole call deadline of quiet is a lost one.
     let quiet = Duration::from_std(state.config.call_deadline).unwrap_or(Duration::seconds(60));
+    let lease_until = Expr::col(Alias::new("lease_until"));
+    let lost = Condition::any()
+        .add(
+            Condition::all()
+                .add(call::Column::Status.eq(status::PENDING))
+                .add(call::Column::UpdatedAt.lt(now - quiet)),
+        )
+        .add(
+            Condition::all()
+                .add(call::Column::Status.eq(status::RUNNING))
+                .add(lease_until.lt(now))
+                // Once per lease period, not once per pass.
+                .add(call::Column::UpdatedAt.lt(now - calls::LEASE)),
+        );
     let stale = call::Entity::find()
-        .filter(call::Column::Status.eq(status::PENDING))
-        .filter(call::Column::UpdatedAt.lt(now - quiet))
+        .filter(lost)
         .order_by_asc(call::Column::UpdatedAt)
         .limit(BATCH)
         .all(&state.db)
@@ -234,14 +249,14 @@ async fn recover_stranded(state: &AppState, now: DateTime<Utc>) -> Result<usize,
         let taken = call::Entity::update_many()
             .col_expr(call::Column::UpdatedAt, Expr::value(now))
             .filter(call::Column::Id.eq(c.id))
-            .filter(call::Column::Status.eq(status::PENDING))
+            .filter(call::Column::Status.eq(c.status.as_str()))
             .filter(call::Column::UpdatedAt.eq(c.updated_at))
             .exec(&state.db)
             .await?;
         if taken.rows_affected != 1 {
             continue;
         }
-        tracing::warn!(call_id = %c.id, "settled call stranded in pending; pushing its job again");
+        tracing::warn!(call_id = %c.id, status = %c.status, "settled call's job is lost; pushing it again");
         if c.kind == super::Kind::ReviewRequest.as_str() {
             // Records the plan if the crash came before it, then pushes.
             after_settled(state, &c).await?;

@@ -13,6 +13,10 @@ use serde_json::Value;
 use uuid::Uuid;
 
 pub mod status {
+    /// Paid for, but the settlement's outcome is not known yet: must not run (issue 7).
+    pub const SETTLING: &str = "settling";
+    /// The settlement was refused: nothing was bought, nothing may run, nothing is free.
+    pub const UNPAID: &str = "unpaid";
     pub const PENDING: &str = "pending";
     pub const RUNNING: &str = "running";
     pub const COMPLETED: &str = "completed";

@@ -3,6 +3,8 @@
 
 pub mod calls;
 pub mod entities;
+pub mod payments;
+pub mod phone_marks;
 pub mod reviews;
 
 use crate::config::Config;
