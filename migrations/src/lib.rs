@@ -8,6 +8,7 @@ mod m20261122_000002_review_requests;
 mod m20261123_000003_settlement;
 mod m20261123_000004_call_lease;
 mod m20261123_000005_phone_marks;
+mod m20261123_000006_webhook_receipts;
 
 pub struct Migrator;
 
@@ -20,6 +21,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000003_settlement::Migration),
             Box::new(m20261123_000004_call_lease::Migration),
             Box::new(m20261123_000005_phone_marks::Migration),
+            Box::new(m20261123_000006_webhook_receipts::Migration),
         ]
     }
 }

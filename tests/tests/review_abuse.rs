@@ -7,7 +7,8 @@ use chrono::{DateTime, Duration as Days, TimeZone, Utc};
 use grove_common::clock::Clock;
 use grove_tests::{
     action_body,
-    paid::{Options, PaidApp, spawn_paid},
+    paid::{Options, PaidApp, TWILIO_TOKEN, spawn_paid},
+    twilio::{InboundSms, sign_webhook},
     x402::PayOptions,
 };
 use serde_json::{Value, json};
@@ -142,4 +143,93 @@ async fn concurrent_requests_to_one_phone_inside_a_cooldown_sell_and_send_exactl
     assert_eq!(statuses, [200, 409, 409, 409, 409], "exactly one is sold");
     assert_eq!(rig.facilitator.transfers(), 1, "one charge");
     assert_eq!(texts(&rig).len(), 1, "one text");
+}
+
+async fn post_inbound(rig: &PaidApp, params: &[(String, String)]) -> u16 {
+    let url = format!("{}/webhooks/sms/inbound", grove_tests::BASE_URL);
+    rig.app
+        .client
+        .post(rig.app.url("/webhooks/sms/inbound"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("x-twilio-signature", sign_webhook(TWILIO_TOKEN, &url, params))
+        .body(serde_urlencoded::to_string(params).expect("form"))
+        .send()
+        .await
+        .expect("webhook reaches the server")
+        .status()
+        .as_u16()
+}
+
+async fn paid_request(rig: &PaidApp, phone: &str) -> String {
+    let r = rig.pay_and_call(PATH, &body_for(rig, phone), None).await;
+    assert_eq!(r.status(), 200);
+    r.json::<Value>().await.expect("json")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+async fn view(rig: &PaidApp, id: &str) -> Value {
+    rig.app
+        .get_json(&format!("/api/v1/actions/review-request/requests/{id}"))
+        .await
+}
+
+/// Whether a new request to `phone` is offered for sale (402) or refused as opted out (409).
+async fn offered(rig: &PaidApp, phone: &str) -> u16 {
+    rig.app
+        .post_json(PATH, &body_for(rig, phone), &[])
+        .await
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn plain_words_revoke_consent_and_other_replies_are_kept_for_the_business() {
+    let rig = rig().await;
+    for (n, reply) in [
+        "Please stop texting me",
+        "remove me from your list",
+        "unsubscribe please",
+        "don't text me again",
+        "no more texts",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let phone = format!("+1312555016{n}");
+        let id = paid_request(&rig, &phone).await;
+        assert_eq!(post_inbound(&rig, &InboundSms::new(&phone, reply).params()).await, 200);
+        assert_eq!(view(&rig, &id).await["status"], "opted_out", "{reply}");
+        assert_eq!(offered(&rig, &phone).await, 409, "{reply}: the number is off sale");
+    }
+    // An ambiguous reply changes nothing and is shown to the business.
+    let phone = "+13125550170";
+    let id = paid_request(&rig, phone).await;
+    let reply = "Who is this? Stop by the shop tomorrow?";
+    assert_eq!(post_inbound(&rig, &InboundSms::new(phone, reply).params()).await, 200);
+    let v = view(&rig, &id).await;
+    assert_eq!(v["status"], "sent");
+    assert!(
+        v["events"].as_array().is_some_and(|e| e
+            .iter()
+            .any(|e| e["event"] == "reply_received" && e["detail"]["reply"] == reply)),
+        "{v}"
+    );
+    assert_eq!(offered(&rig, phone).await, 402);
+}
+
+#[tokio::test]
+async fn a_replayed_signed_stop_after_a_start_changes_nothing() {
+    let rig = rig().await;
+    let phone = "+13125550171";
+    paid_request(&rig, phone).await;
+    let stop = InboundSms::new(phone, "STOP").params();
+    assert_eq!(post_inbound(&rig, &stop).await, 200);
+    assert_eq!(offered(&rig, phone).await, 409);
+    assert_eq!(post_inbound(&rig, &InboundSms::new(phone, "START").params()).await, 200);
+    assert_eq!(offered(&rig, phone).await, 402);
+    // The old STOP, validly signed, posted again.
+    assert_eq!(post_inbound(&rig, &stop).await, 200);
+    assert_eq!(offered(&rig, phone).await, 402, "the replay did not suppress the phone");
 }

@@ -15,9 +15,10 @@ use grove_common::{
     db::{
         entities::review_message,
         reviews::{self, message_kind, status},
+        webhook_receipts,
     },
     jobs::{ReviewJob, ReviewStep},
-    review::keywords::{Keyword, classify},
+    review::keywords::{Keyword, classify, reads_as_opt_out},
     twilio,
 };
 use serde_json::json;
@@ -98,6 +99,13 @@ async fn status_callback(
     };
     let error_code = param(&params, "ErrorCode").and_then(|c| c.parse::<i32>().ok());
     let now = state.clock.now();
+    // The same report twice (a retry or a replay) is applied once.
+    if !webhook_receipts::first_time(&state.db, &format!("st:{sid}:{new_status}"), now)
+        .await
+        .map_err(internal)?
+    {
+        return Ok(twiml());
+    }
     let Some(msg) = reported_message(&state, sid, &uri).await? else {
         return Ok(twiml());
     };
@@ -256,43 +264,61 @@ async fn inbound(
         return Ok(twiml());
     };
     let now = state.clock.now();
-    match classify(text) {
-        Keyword::OptOut => {
-            reviews::set_suppression(&state.db, from, true, "stop_keyword", now)
+    // A replayed inbound message (an old signed STOP re-posted after a START) changes nothing.
+    if let Some(sid) = param(&params, "MessageSid")
+        && !webhook_receipts::first_time(&state.db, &format!("in:{sid}"), now)
+            .await
+            .map_err(internal)?
+    {
+        return Ok(twiml());
+    }
+    let keyword = classify(text);
+    // The FCC lets a consumer revoke consent by any reasonable means: plain words count too.
+    let revoked = match keyword {
+        Keyword::OptOut => Some("stop_keyword"),
+        Keyword::Other if reads_as_opt_out(text) => Some("plain_words_opt_out"),
+        _ => None,
+    };
+    let open = reviews::open_for_phone(&state.db, from)
+        .await
+        .map_err(internal)?;
+    if let Some(reason) = revoked {
+        reviews::set_suppression(&state.db, from, true, reason, now)
+            .await
+            .map_err(internal)?;
+        let detail = if keyword == Keyword::OptOut {
+            json!({"keyword": text.trim().to_uppercase()})
+        } else {
+            json!({"reply": text.trim()})
+        };
+        for req in open {
+            reviews::advance(&state.db, &req.id, status::OPTED_OUT, detail.clone(), now)
                 .await
                 .map_err(internal)?;
-            for req in reviews::open_for_phone(&state.db, from)
-                .await
-                .map_err(internal)?
-            {
-                reviews::advance(
-                    &state.db,
-                    &req.id,
-                    status::OPTED_OUT,
-                    json!({"keyword": text.trim().to_uppercase()}),
-                    now,
-                )
-                .await
-                .map_err(internal)?;
-            }
-            tracing::info!("recipient opted out by keyword");
         }
+        tracing::info!(reason, "recipient opted out");
+        return Ok(twiml());
+    }
+    match keyword {
         Keyword::OptIn => {
             reviews::set_suppression(&state.db, from, false, "start_keyword", now)
                 .await
                 .map_err(internal)?;
         }
-        Keyword::Help => {
-            for req in reviews::open_for_phone(&state.db, from)
-                .await
-                .map_err(internal)?
-            {
-                reviews::event(&state.db, &req.id, "help_requested", json!({}), now)
+        Keyword::Help | Keyword::Other => {
+            // HELP, or neither a keyword nor a revocation: kept for the business to read.
+            let (event, detail) = if keyword == Keyword::Help {
+                ("help_requested", json!({}))
+            } else {
+                ("reply_received", json!({"reply": text.trim()}))
+            };
+            for req in open {
+                reviews::event(&state.db, &req.id, event, detail.clone(), now)
                     .await
                     .map_err(internal)?;
             }
         }
-        Keyword::Other => {}
+        Keyword::OptOut => {}
     }
     Ok(twiml())
 }

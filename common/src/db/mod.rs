@@ -5,6 +5,7 @@ pub mod calls;
 pub mod entities;
 pub mod payments;
 pub mod phone_marks;
+pub mod webhook_receipts;
 pub mod reviews;
 
 use crate::config::Config;
