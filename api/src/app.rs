@@ -104,11 +104,18 @@ impl Application {
         let db = db::connect(&config).await?;
         grove_migrations::run(&db).await?;
         let facilitator: Arc<dyn Facilitator> = match &config.facilitator_url {
-            Some(url) => Arc::new(HttpFacilitator::new(
-                url,
-                config.facilitator_auth.clone(),
-                config.facilitator_timeout,
-            )?),
+            Some(url) => Arc::new(match &config.cdp {
+                Some(cdp) => HttpFacilitator::with_cdp(
+                    url,
+                    crate::x402::cdp::CdpSigner::new(cdp.clone()),
+                    config.facilitator_timeout,
+                )?,
+                None => HttpFacilitator::new(
+                    url,
+                    config.facilitator_auth.clone(),
+                    config.facilitator_timeout,
+                )?,
+            }),
             None => Arc::new(LocalFacilitator),
         };
         let (queue, completions, sweeps) =

@@ -15,6 +15,7 @@ mod x402;
 
 pub use app::{Application, StartError};
 pub use error::ApiError;
+pub use x402::cdp::CdpSigner;
 pub use x402::facilitator::{
     Facilitator, FacilitatorError, HttpFacilitator, LocalFacilitator, SettleRequest,
     SettleResponse, requirements_for,

@@ -3,6 +3,8 @@
 //! Every variable is documented with its default in `.env.example`. Parsing fails fast with a
 //! message naming the variable; secrets are wrapped so that they never reach a log line.
 
+mod cdp;
+pub use cdp::{CDP_FACILITATOR_URL, CdpCredentials, CdpKey};
 mod settlement;
 pub use settlement::{SettlementConfig, SettlementMode};
 
@@ -93,6 +95,8 @@ pub struct Config {
     pub facilitator_auth: Option<Secret>,
     /// `X402_SETTLEMENT`, `BASE_RPC_URL`, `SETTLER_PRIVATE_KEY`, `X402_SETTLE_TIMEOUT_S`.
     pub settlement: SettlementConfig,
+    /// `CDP_API_KEY_ID` + `CDP_API_KEY_SECRET`: a fresh signed token on every facilitator request.
+    pub cdp: Option<CdpCredentials>,
     /// How long one settlement may take (Base confirmation included).
     pub facilitator_timeout: Duration,
     /// `None`: paid coaching calls answer 503 `unavailable` (work we cannot do is not sold).
@@ -182,6 +186,9 @@ impl Config {
         if let Some(url) = &facilitator_url {
             check_facilitator_url(url, app_env)?;
         }
+        let cdp = cdp::read(&var)?;
+        let facilitator_url =
+            facilitator_url.or_else(|| cdp.as_ref().map(|_| CDP_FACILITATOR_URL.to_owned()));
         let settlement = settlement::read(&var, app_env)?;
         let llm = read_llm(&var)?;
         let sms_provider = match var("SMS_PROVIDER").as_deref() {
@@ -253,6 +260,7 @@ impl Config {
             facilitator_url,
             facilitator_auth: var("X402_FACILITATOR_AUTH").map(Secret::new),
             settlement,
+            cdp,
             facilitator_timeout: Duration::from_secs(facilitator_timeout_s),
             llm,
             sms_provider,

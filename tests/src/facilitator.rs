@@ -2,6 +2,7 @@
 //! per test, recording every request and counting calls (tests assert exactly how often money
 //! would have moved).
 
+use crate::cdp::{self, CdpPublicKey};
 use axum::{
     Json, Router,
     body::Bytes,
@@ -16,7 +17,7 @@ use std::{
         Arc, Mutex, PoisonError,
         atomic::{AtomicUsize, Ordering},
     },
-    time::Duration,
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 use tokio::sync::oneshot;
 
@@ -45,9 +46,20 @@ pub enum SettleScript {
 struct Inner {
     script: Mutex<SettleScript>,
     expected_auth: Mutex<Option<String>>,
+    expected_cdp: Mutex<Option<CdpCheck>>,
+    cdp_refusals: Mutex<Vec<String>>,
     requests: Mutex<Vec<Value>>,
     auth_seen: Mutex<Vec<Option<String>>>,
     calls: AtomicUsize,
+}
+
+/// What CDP's facilitator checks: a bearer token signed by this key, for this request.
+#[derive(Clone, Debug)]
+struct CdpCheck {
+    key_id: String,
+    key: CdpPublicKey,
+    /// `POST 127.0.0.1:<port>/settle`: the `uris` claim of a token made for this request.
+    uri: String,
 }
 
 /// Reads a lock even after a panicking test thread poisoned it: the data is still what we want.
@@ -102,6 +114,24 @@ impl FakeFacilitator {
         write(&self.inner.expected_auth, |a| *a = Some(value.to_owned()));
     }
 
+    /// From now on, every request must carry `Bearer <token>` signed by `key` for `key_id`,
+    /// made for `POST 127.0.0.1:<port>/settle` and valid now (`cdp::check_claims`); others get
+    /// a 401 and are listed by `cdp_refusals`.
+    pub fn expect_cdp_token(&self, key_id: &str, key: CdpPublicKey) {
+        let host_and_port = self.url.trim_start_matches("http://");
+        let check = CdpCheck {
+            key_id: key_id.to_owned(),
+            key,
+            uri: format!("POST {host_and_port}/settle"),
+        };
+        write(&self.inner.expected_cdp, |c| *c = Some(check));
+    }
+
+    /// Why each CDP token was refused, in order.
+    pub fn cdp_refusals(&self) -> Vec<String> {
+        read(&self.inner.cdp_refusals)
+    }
+
     /// How many `/settle` requests arrived (refused and failed ones included).
     pub fn settle_calls(&self) -> usize {
         self.inner.calls.load(Ordering::SeqCst)
@@ -137,6 +167,13 @@ async fn settle(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
             Json(json!({"error": "unauthorized"})),
         )
             .into_response();
+    }
+
+    if let Some(check) = read(&inner.expected_cdp)
+        && let Err(problem) = check_cdp(&check, auth.as_deref())
+    {
+        write(&inner.cdp_refusals, |r| r.push(problem.clone()));
+        return (StatusCode::UNAUTHORIZED, Json(json!({"error": problem}))).into_response();
     }
 
     let network = request
@@ -196,4 +233,15 @@ async fn settle(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
             .into_response(),
         SettleScript::NotJson => "<html>a captive portal</html>".into_response(),
     }
+}
+
+fn check_cdp(check: &CdpCheck, auth: Option<&str>) -> Result<(), String> {
+    let token = auth
+        .and_then(|a| a.strip_prefix("Bearer "))
+        .ok_or("no bearer token")?;
+    let verified = cdp::verify(token, &check.key)?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    cdp::check_claims(&verified, &check.key_id, &check.uri, now)
 }

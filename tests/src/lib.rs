@@ -1,6 +1,7 @@
 //! Test harness: starts the real API on 127.0.0.1:0 with a configuration built from a map
 //! (no process-environment races), and gives tests a client and helpers.
 
+pub mod cdp;
 pub mod chain;
 pub mod db;
 pub mod facilitator;

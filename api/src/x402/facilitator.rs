@@ -6,7 +6,7 @@
 //! `success:false`, x402-rs answers 400/412 with the same body), so the body decides, not the
 //! status; their reason strings are opaque and passed on as they are.
 
-use super::payment::VerifiedPayment;
+use super::{cdp::CdpSigner, payment::VerifiedPayment};
 use async_trait::async_trait;
 use grove_common::{
     config::Secret,
@@ -114,15 +114,32 @@ const EXCERPT_CHARS: usize = 200;
 /// `POST {base}/settle` over HTTPS with an explicit timeout and an optional auth header.
 pub struct HttpFacilitator {
     settle_url: String,
-    auth: Option<HeaderValue>,
+    auth: Auth,
     client: reqwest::Client,
+}
+
+/// Where each request's `Authorization` header comes from.
+enum Auth {
+    None,
+    /// `X402_FACILITATOR_AUTH`, sent as it is.
+    Static(HeaderValue),
+    /// A new CDP token per request; `uri` is the `uris` claim (`POST host/path` of `settle_url`).
+    Cdp {
+        signer: Box<CdpSigner>,
+        uri: String,
+    },
 }
 
 impl fmt::Debug for HttpFacilitator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let auth = match &self.auth {
+            Auth::None => None,
+            Auth::Static(_) => Some("***"),
+            Auth::Cdp { .. } => Some("cdp token"),
+        };
         f.debug_struct("HttpFacilitator")
             .field("settle_url", &self.settle_url)
-            .field("auth", &self.auth.as_ref().map(|_| "***"))
+            .field("auth", &auth)
             .finish()
     }
 }
@@ -146,6 +163,27 @@ impl HttpFacilitator {
                 Ok(value)
             })
             .transpose()?;
+        Self::build(base_url, auth.map_or(Auth::None, Auth::Static), timeout)
+    }
+
+    /// Signs a new CDP token for every request (`CDP_API_KEY_ID`, `CDP_API_KEY_SECRET`).
+    pub fn with_cdp(
+        base_url: &str,
+        signer: CdpSigner,
+        timeout: Duration,
+    ) -> Result<Self, FacilitatorError> {
+        let settle_url = settle_url(base_url);
+        let uri = reqwest::Url::parse(&settle_url)
+            .ok()
+            .and_then(|url| super::cdp::request_uri("POST", &url))
+            .ok_or_else(|| {
+                FacilitatorError::Transport("X402_FACILITATOR_URL is not an http(s) URL".into())
+            })?;
+        let signer = Box::new(signer);
+        Self::build(base_url, Auth::Cdp { signer, uri }, timeout)
+    }
+
+    fn build(base_url: &str, auth: Auth, timeout: Duration) -> Result<Self, FacilitatorError> {
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
@@ -154,11 +192,15 @@ impl HttpFacilitator {
             .build()
             .map_err(|e| FacilitatorError::Transport(e.without_url().to_string()))?;
         Ok(Self {
-            settle_url: format!("{}/settle", base_url.trim_end_matches('/')),
+            settle_url: settle_url(base_url),
             auth,
             client,
         })
     }
+}
+
+fn settle_url(base_url: &str) -> String {
+    format!("{}/settle", base_url.trim_end_matches('/'))
 }
 
 #[async_trait]
@@ -173,8 +215,15 @@ impl Facilitator for HttpFacilitator {
 impl HttpFacilitator {
     async fn post(&self, request: &SettleRequest) -> Result<SettleResponse, FacilitatorError> {
         let mut call = self.client.post(&self.settle_url).json(request);
-        if let Some(auth) = &self.auth {
-            call = call.header(AUTHORIZATION, auth.clone());
+        match &self.auth {
+            Auth::None => {}
+            Auth::Static(value) => call = call.header(AUTHORIZATION, value.clone()),
+            Auth::Cdp { signer, uri } => {
+                let value = signer.authorization(uri).map_err(|_| {
+                    FacilitatorError::Transport("could not build the CDP token header".into())
+                })?;
+                call = call.header(AUTHORIZATION, value);
+            }
         }
         let response = call.send().await.map_err(transport)?;
         let status = response.status();

@@ -1,6 +1,7 @@
 //! The x402 gate: the challenge (both encodings), local verification of a payment header, and
 //! settlement through a facilitator.
 
+pub mod cdp;
 pub mod chain;
 pub mod challenge;
 mod eip3009;
