@@ -300,7 +300,21 @@ async fn an_abandoned_attempt_ends_as_unknown_and_is_never_resent() {
     rig.clock.advance(ATTEMPT_STALE_AFTER);
     let due = reviews::due(db, rig.clock.now()).await.expect("due");
     assert!(due.iter().any(|r| r.id == rig.review_id));
+    // Two sweeper passes push two jobs; both load the request while it is still `sending`.
+    let (deps, job) = (Arc::clone(&rig.deps), send_job(&rig));
+    let second_pass = request(&rig).await;
     handle(&rig.deps, &send_job(&rig)).await.expect("run");
+    assert_eq!(request(&rig).await.status, status::FAILED);
+    assert_eq!(second_pass.status, status::SENDING);
+    review_request::Entity::update(review_request::ActiveModel {
+        id: Set(rig.review_id.clone()),
+        status: Set(status::SENDING.into()),
+        ..Default::default()
+    })
+    .exec(db)
+    .await
+    .expect("as the second job saw it");
+    handle(&deps, &job).await.expect("second run");
     assert_eq!(request(&rig).await.status, status::FAILED);
     assert_eq!(rig.sms.sends.load(Ordering::SeqCst), 0, "never sent again");
     let events = reviews::events(db, &rig.review_id).await.expect("events");
@@ -310,5 +324,57 @@ async fn an_abandoned_attempt_ends_as_unknown_and_is_never_resent() {
             .any(|e| e.detail.to_string().contains("send_outcome_unknown")),
         "{events:?}"
     );
+    let msg = reviews::message(db, &rig.review_id, "initial")
+        .await
+        .expect("load")
+        .expect("message");
+    let history = msg.status_history.to_string();
+    assert_eq!(
+        history.matches(reviews::UNKNOWN).count(),
+        1,
+        "the unknown outcome is recorded on the message once: {history}"
+    );
     assert_eq!(result_status(&rig).await.as_deref(), Some("failed"));
+}
+
+/// A request a crash left at `sending` before any attempt was recorded (no message row).
+async fn stuck_before_any_attempt(rig: &Rig) {
+    let now = rig.clock.now();
+    assert!(
+        reviews::advance(&rig.deps.db, &rig.review_id, status::SENDING, json!({}), now)
+            .await
+            .expect("advance")
+    );
+    assert!(
+        reviews::message(&rig.deps.db, &rig.review_id, "initial")
+            .await
+            .expect("message")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_send_resumed_from_sending_with_no_attempt_passes_the_opt_out_guard() {
+    let rig = rig().await;
+    stuck_before_any_attempt(&rig).await;
+    let phone = request(&rig).await.phone;
+    reviews::set_suppression(&rig.deps.db, &phone, true, "stop_keyword", rig.clock.now())
+        .await
+        .expect("suppress");
+    handle(&rig.deps, &send_job(&rig)).await.expect("run");
+    assert_eq!(request(&rig).await.status, status::OPTED_OUT);
+    assert_eq!(rig.sms.sends.load(Ordering::SeqCst), 0, "no text to an opted-out phone");
+}
+
+#[tokio::test]
+async fn a_send_resumed_from_sending_with_no_attempt_waits_for_quiet_hours_to_end() {
+    let rig = rig().await;
+    stuck_before_any_attempt(&rig).await;
+    // 02:00 in New York.
+    rig.clock.set(afternoon() + TimeDelta::hours(11));
+    handle(&rig.deps, &send_job(&rig)).await.expect("run");
+    let req = request(&rig).await;
+    assert_eq!(req.status, status::DEFERRED);
+    assert!(req.send_at > rig.clock.now());
+    assert_eq!(rig.sms.sends.load(Ordering::SeqCst), 0, "nothing sent at night");
 }

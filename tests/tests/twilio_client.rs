@@ -170,8 +170,8 @@ async fn retry_after_is_honoured() {
 }
 
 #[tokio::test]
-async fn server_errors_are_transient_after_every_attempt_and_logs_stay_clean() {
-    let logs = Logs::capture();
+async fn a_server_error_is_an_unknown_outcome_never_retried() {
+    // A 5xx may come after Twilio queued the message: a second attempt could text twice.
     let fake = FakeTwilio::start().await;
     fake.always(TwilioReply::ServerError);
     let error = client(&fake).send(&sms()).await.unwrap_err();
@@ -181,18 +181,15 @@ async fn server_errors_are_transient_after_every_attempt_and_logs_stay_clean() {
             SmsError::Transient {
                 status: Some(500),
                 code: Some(20500),
-                may_have_been_sent: false,
+                may_have_been_sent: true,
                 ..
             }
         ),
         "{error:?}"
     );
-    assert_eq!(fake.sends(), 3);
-    logs.assert_clean(
-        "sms send failed; retrying",
-        &[AUTH_TOKEN, "3055550142", "BODY-MARKER"],
-    );
-    assert!(logs.text().contains("+1***0142"), "{}", logs.text());
+    assert_eq!(fake.sends(), 1, "never repeated blindly");
+    let text = format!("{error}");
+    assert!(!text.contains("3055550142") && !text.contains("BODY-MARKER"), "{text}");
 }
 
 #[tokio::test]

@@ -81,16 +81,63 @@ async fn send_initial(deps: &Deps, review_id: &str) -> Result<(), JobError> {
             }
         }
     } else if req.status == status::SENDING {
-        // A run that crashed between marking and finishing: the message row decides.
-        deliver(
-            deps,
-            &req,
-            message_kind::INITIAL,
-            std::time::Duration::from_secs(3600),
-        )
-        .await?;
+        // A run that crashed between marking and finishing: the message row decides. With no
+        // row, nothing was attempted, so this is a first send and passes the guard like one.
+        let attempted = reviews::message(&deps.db, &req.id, message_kind::INITIAL)
+            .await?
+            .is_some();
+        let validity = if attempted {
+            Some(std::time::Duration::from_secs(3600))
+        } else {
+            guarded_resume(deps, &req, now).await?
+        };
+        if let Some(validity) = validity {
+            deliver(deps, &req, message_kind::INITIAL, validity).await?;
+        }
     }
     first_outcome(deps, review_id).await
+}
+
+/// The send-time guard for a request found at `sending` with no attempt recorded: `Some` when it
+/// may be sent now; otherwise the request is refused or moved back to `deferred` (safe: no
+/// message exists) and `None`.
+async fn guarded_resume(
+    deps: &Deps,
+    req: &review_request::Model,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Option<std::time::Duration>, JobError> {
+    let consent = consent::Entity::find_by_id(req.consent_id)
+        .one(&deps.db)
+        .await?;
+    Ok(match guard::check(&deps.db, req, consent.as_ref(), now).await? {
+        Decision::Send { validity } => Some(validity),
+        Decision::Refuse { status: to, reason } => {
+            reviews::advance(&deps.db, &req.id, to, json!({"reason": reason}), now).await?;
+            None
+        }
+        Decision::Defer { until } => {
+            use sea_orm::{ColumnTrait, QueryFilter, sea_query::Expr};
+            let moved = review_request::Entity::update_many()
+                .col_expr(review_request::Column::Status, Expr::value(status::DEFERRED))
+                .col_expr(review_request::Column::SendAt, Expr::value(until))
+                .col_expr(review_request::Column::UpdatedAt, Expr::value(now))
+                .filter(review_request::Column::Id.eq(req.id.as_str()))
+                .filter(review_request::Column::Status.eq(status::SENDING))
+                .exec(&deps.db)
+                .await?;
+            if moved.rows_affected == 1 {
+                reviews::event(
+                    &deps.db,
+                    &req.id,
+                    status::DEFERRED,
+                    json!({"until": reviews::rfc3339(until)}),
+                    now,
+                )
+                .await?;
+            }
+            None
+        }
+    })
 }
 
 async fn send_follow_up(deps: &Deps, review_id: &str) -> Result<(), JobError> {
@@ -230,13 +277,16 @@ async fn deliver(
                     now,
                 )
                 .await?;
-            } else if reviews::message_status(&deps.db, &msg, reviews::UNKNOWN, None, None, now)
-                .await?
-                .is_some()
+            } else if msg.status == reviews::UNKNOWN
+                || reviews::message_status(&deps.db, &msg, reviews::UNKNOWN, None, None, now)
+                    .await?
+                    .is_some()
             {
                 // The earlier run may have reached the provider before it died. A second SMS is
-                // worse than none: record the unknown outcome (once: only the run that marks
-                // the message does) and stop. A report from the provider may still resume it.
+                // worse than none: record the unknown outcome and stop (a message already marked
+                // is not marked again, and `advance` records its event only when it moves). A
+                // report from the provider may still resume the request. When the marking lost
+                // to a report that just landed, the report decides and nothing fails here.
                 reviews::advance(
                     &deps.db,
                     &req.id,

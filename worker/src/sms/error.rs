@@ -16,8 +16,8 @@ pub enum SmsError {
     /// 30006). Never retried; mark the number bad.
     #[error("the number cannot receive SMS (Twilio {code}): {message}")]
     Undeliverable { code: u32, message: String },
-    /// Rate limits, carrier trouble, 5xx, connection failures (20429, 30001, 30003, 30008,
-    /// 429, 5xx) once the retries are used up; or a timeout, which is not retried because
+    /// Rate limits, carrier trouble, connection failures (20429, 30001, 30003, 30008, 408,
+    /// 429) once the retries are used up; or a timeout or a 5xx, which are not retried because
     /// the message may have been sent.
     #[error("the SMS provider is unavailable ({}): {message}", label(*.status, *.code))]
     Transient {
@@ -102,9 +102,17 @@ pub(super) fn classify_failure(status: u16, headers: &HeaderMap, body: &str) -> 
             code: c,
             message: message.clone(),
         }),
+        // A gateway or server error may come after Twilio took the message (issue 10): the
+        // outcome is unknown, so it is never retried blindly; the status callback settles it.
+        _ if (500..=599).contains(&status) => Failure::Final(SmsError::Transient {
+            status: Some(status),
+            code,
+            message: message.clone(),
+            may_have_been_sent: true,
+        }),
         Some(c) if TRANSIENT.contains(&c) => retry(Some(c)),
-        // 408: the request never fully arrived, so nothing was sent.
-        _ if matches!(status, 408 | 429 | 500..=599) => retry(code),
+        // 408: the request never fully arrived; 429: refused before anything was queued.
+        _ if matches!(status, 408 | 429) => retry(code),
         _ => Failure::Final(SmsError::Rejected {
             status,
             code,
@@ -199,12 +207,22 @@ mod tests {
 
     #[test]
     fn statuses_decide_without_a_known_code() {
+        // A 5xx may come after Twilio queued the message: unknown, never retried (issue 10).
         assert!(matches!(
             classify(503, "<html>busy</html>"),
+            Failure::Final(SmsError::Transient {
+                status: Some(503),
+                code: None,
+                may_have_been_sent: true,
+                ..
+            })
+        ));
+        assert!(matches!(
+            classify(429, "slow down"),
             Failure::Retry {
                 error: SmsError::Transient {
-                    status: Some(503),
-                    code: None,
+                    status: Some(429),
+                    may_have_been_sent: false,
                     ..
                 },
                 ..
