@@ -248,11 +248,19 @@ fn worker_binary() -> std::path::PathBuf {
 impl PaidApp {
     /// Starts a separate `worker` process with this rig's configuration (queue tests kill it).
     pub fn start_worker_process(&self) -> std::process::Child {
+        self.start_worker_process_with(&[])
+    }
+
+    /// `start_worker_process` with more variables (the worker's own settings).
+    pub fn start_worker_process_with(&self, extra: &[(&str, &str)]) -> std::process::Child {
         let mut cmd = std::process::Command::new(worker_binary());
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("RUST_LOG", "warn");
         for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        for (k, v) in extra {
             cmd.env(k, v);
         }
         cmd.stdout(std::process::Stdio::null())

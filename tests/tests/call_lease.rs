@@ -1,0 +1,202 @@
+//! A call is started once (issue 8): `pending → running` is one statement that takes a lease,
+//! the run renews it while the model works, and another delivery of the same job does nothing
+//! while that lease is live. Only a run whose lease lapsed (its worker died) is taken over.
+
+use futures::StreamExt;
+use grove_common::{
+    db::{
+        calls::{self, Start},
+        entities::call,
+    },
+    jobs::{self, CoachingJob},
+    queue::JobQueue,
+};
+use grove_tests::{
+    TestDb,
+    llm::{Reply, caller_body},
+    paid::{Options, REDIS_URL, spawn_paid},
+    wait_until,
+    x402::PayOptions,
+};
+use sea_orm::{
+    ActiveValue::Set,
+    ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter,
+    sea_query::{Alias, Expr},
+};
+use serde_json::json;
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+use uuid::Uuid;
+
+async fn database() -> (TestDb, DatabaseConnection) {
+    let test_db = TestDb::new().await;
+    let db = grove_common::db::connect_url(&test_db.url)
+        .await
+        .expect("database");
+    grove_migrations::run(&db).await.expect("migrations");
+    (test_db, db)
+}
+
+async fn insert_call(db: &DatabaseConnection, status: &str) -> Uuid {
+    let id = Uuid::now_v7();
+    let now = chrono::Utc::now();
+    call::Entity::insert(call::ActiveModel {
+        id: Set(id),
+        kind: Set("coaching".into()),
+        agent: Set(Some("mary".into())),
+        mode: Set(Some("diagnose_growth".into())),
+        payer: Set("0x00000000000000000000000000000000000000aa".into()),
+        request_hash: Set(format!("hash-{id}")),
+        request: Set(json!({})),
+        status: Set(status.into()),
+        attempts: Set(0),
+        runs: Set(0),
+        error: Set(None),
+        receipt_id: Set(format!("rcpt_{}", id.simple())),
+        request_id: Set("req-test".into()),
+        created_at: Set(now),
+        updated_at: Set(now),
+        completed_at: Set(None),
+    })
+    .exec(db)
+    .await
+    .expect("call row");
+    id
+}
+
+/// What a worker that died mid-run leaves behind: its lease in the past.
+async fn lapse_lease(db: &DatabaseConnection, id: Uuid) {
+    call::Entity::update_many()
+        .col_expr(
+            Alias::new("lease_until"),
+            Expr::value(chrono::Utc::now() - chrono::TimeDelta::seconds(1)),
+        )
+        .filter(call::Column::Id.eq(id))
+        .exec(db)
+        .await
+        .expect("lapse the lease");
+}
+
+#[tokio::test]
+async fn a_call_starts_once_and_is_taken_over_only_after_its_lease_lapses() {
+    let (_test_db, db) = database().await;
+    let id = insert_call(&db, calls::status::PENDING).await;
+    let (first, second) = (Uuid::now_v7(), Uuid::now_v7());
+
+    let started = calls::start_attempt(&db, id, first).await.expect("start");
+    assert!(matches!(started, Start::Started(ref c) if c.status == "running"));
+    assert!(matches!(
+        calls::start_attempt(&db, id, second).await.expect("start"),
+        Start::Busy
+    ));
+    assert!(calls::renew_lease(&db, id, first).await.expect("renew"));
+    assert!(!calls::renew_lease(&db, id, second).await.expect("renew"));
+
+    lapse_lease(&db, id).await;
+    assert!(matches!(
+        calls::start_attempt(&db, id, second).await.expect("start"),
+        Start::Started(_)
+    ));
+    assert!(
+        !calls::renew_lease(&db, id, first).await.expect("renew"),
+        "the run that lost its lease learns it at its next renewal"
+    );
+    let row = calls::load(&db, id).await.expect("load").expect("row");
+    assert_eq!(row.attempts, 2);
+}
+
+#[tokio::test]
+async fn only_a_pending_call_starts() {
+    let (_test_db, db) = database().await;
+    // `settling`: the payment's outcome is unknown; `unpaid`: it was refused; `failed` runs
+    // again only once the API reopens it to `pending`.
+    for status in ["settling", "unpaid", "failed", "completed"] {
+        let id = insert_call(&db, status).await;
+        match calls::start_attempt(&db, id, Uuid::now_v7())
+            .await
+            .expect("start")
+        {
+            Start::Idle(s) => assert_eq!(s, status),
+            other => panic!("{status}: {other:?}"),
+        }
+    }
+    assert!(matches!(
+        calls::start_attempt(&db, Uuid::now_v7(), Uuid::now_v7())
+            .await
+            .expect("start"),
+        Start::Missing
+    ));
+}
+
+#[tokio::test]
+async fn a_duplicate_delivery_during_a_live_run_makes_no_second_model_call() {
+    let rig = spawn_paid(Options {
+        redis_workers: 2,
+        ..Default::default()
+    })
+    .await;
+    let namespace = rig.env["QUEUE_NAMESPACE"].clone();
+    // Every "call done" notice, by call id: the original run's, and the duplicate's.
+    let client = redis::Client::open(REDIS_URL).expect("redis");
+    let mut pubsub = client.get_async_pubsub().await.expect("pubsub");
+    pubsub
+        .subscribe(jobs::done_channel(&namespace))
+        .await
+        .expect("subscribe");
+    let done: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = Arc::clone(&done);
+    tokio::spawn(async move {
+        let mut messages = pubsub.into_on_message();
+        while let Some(msg) = messages.next().await {
+            if let (Ok(id), Ok(mut all)) = (msg.get_payload::<String>(), seen.lock()) {
+                all.push(id);
+            }
+        }
+    });
+
+    rig.llm.script([Reply::Slow(Duration::from_secs(2))]);
+    let path = "/api/v1/agents/mary/call";
+    let body = caller_body("diagnose_growth");
+    let payment = rig.payment_for(path, &body, PayOptions::default()).await;
+    let call = rig.spawn_paid_call(path, &body, &payment);
+    wait_until("the model request", async || rig.llm.received() == 1).await;
+
+    // The same job again while the first run is inside the model call (a redelivery).
+    let db = grove_common::db::connect_url(&rig.db.url)
+        .await
+        .expect("database");
+    let row = call::Entity::find()
+        .one(&db)
+        .await
+        .expect("load")
+        .expect("the call");
+    let queue = JobQueue::redis(&client, &namespace).await.expect("queue");
+    queue
+        .push(CoachingJob {
+            call_id: row.id,
+            request_id: "duplicate".into(),
+        })
+        .await
+        .expect("push the duplicate");
+
+    let response = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("answered")
+        .expect("task")
+        .expect("response");
+    assert_eq!(response.status(), 200);
+    let id = row.id.to_string();
+    wait_until("both deliveries to finish", async || {
+        done.lock()
+            .map(|all| all.iter().filter(|d| **d == id).count() >= 2)
+            .unwrap_or(false)
+    })
+    .await;
+    assert_eq!(rig.llm.received(), 1, "one model call");
+    assert_eq!(rig.llm.completed(), 1);
+    let row = calls::load(&db, row.id).await.expect("load").expect("row");
+    assert_eq!(row.status, "completed");
+    assert_eq!(row.attempts, 1, "the duplicate never started the call");
+}

@@ -1,0 +1,388 @@
+//! Redis faults under running `worker` processes (issue 8). A restart of Redis (with or
+//! without its data) and a pause longer than the response timeout leave the consumers taking
+//! jobs again without anyone restarting the worker; a job in flight at the fault runs once; a
+//! worker that cannot get back within its limit exits non-zero for its supervisor.
+//!
+//! Each test runs its own redis-server on a free port: faults must not reach the shared Redis
+//! other tests use. Times are printed (`--nocapture`) as the measured recovery numbers.
+
+use grove_tests::{
+    llm::{Reply, caller_body},
+    paid::{Options, PaidApp, spawn_paid},
+    wait_until,
+};
+use serde_json::Value;
+use std::{
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+const PATH: &str = "/api/v1/agents/mary/call";
+
+/// A redis-server of this test's own.
+struct PrivateRedis {
+    port: u16,
+    dir: PathBuf,
+    persist: bool,
+    child: Option<Child>,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+impl PrivateRedis {
+    /// Starts on a free port; `persist` keeps every write in an append-only file, so that a
+    /// restart comes back with its data.
+    async fn start(persist: bool) -> Self {
+        let dir = std::env::temp_dir().join(format!("grove-redis-{}", rand::random::<u64>()));
+        std::fs::create_dir_all(&dir).expect("redis dir");
+        let mut redis = Self {
+            port: free_port(),
+            dir,
+            persist,
+            child: None,
+        };
+        redis.launch().await;
+        redis
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    async fn launch(&mut self) {
+        let port = self.port.to_string();
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", &port, "--bind", "127.0.0.1", "--save", ""])
+            .arg("--dir")
+            .arg(&self.dir);
+        if self.persist {
+            cmd.args(["--appendonly", "yes", "--appendfsync", "always"]);
+        } else {
+            cmd.args(["--appendonly", "no"]);
+        }
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts (it is installed with the test services)");
+        self.child = Some(child);
+        let url = self.url();
+        wait_until("the private Redis to answer", async || {
+            ping(&url).await.is_ok()
+        })
+        .await;
+    }
+
+    /// SIGKILL: no shutdown save, connections reset.
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills the server and starts it again on the same port (with its data when persistent).
+    async fn restart(&mut self) {
+        self.kill();
+        self.launch().await;
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn ping(url: &str) -> redis::RedisResult<String> {
+    let client = redis::Client::open(url)?;
+    let mut conn = client.get_multiplexed_async_connection().await?;
+    redis::cmd("PING").query_async(&mut conn).await
+}
+
+/// A coaching request unlike any before it: the sample caller's message (whose figures the
+/// fake model's answer traces to) signed with a fresh name, and no digits added.
+fn new_question() -> Value {
+    let mut body = caller_body("diagnose_growth");
+    let name: String = (0..12)
+        .map(|_| char::from(b'a' + rand::random_range(0..26u8)))
+        .collect();
+    let message = body["messages"][0]["content"].as_str().unwrap_or_default();
+    body["messages"][0]["content"] = format!("{message} Thanks, {name}.").into();
+    body
+}
+
+struct Rig {
+    paid: PaidApp,
+    redis: PrivateRedis,
+    worker: Child,
+    health: String,
+    http: reqwest::Client,
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        let _ = self.worker.kill();
+        let _ = self.worker.wait();
+    }
+}
+
+/// The API (pushing to a private Redis) and one `worker` process serving its health.
+async fn rig(persist: bool, recovery_limit_s: u64) -> Rig {
+    let redis = PrivateRedis::start(persist).await;
+    let paid = spawn_paid(Options {
+        redis_workers: 0,
+        deadline_s: 40,
+        extra_env: vec![
+            ("REDIS_URL".into(), redis.url()),
+            ("QUEUE_NAMESPACE".into(), grove_tests::paid::namespace()),
+        ],
+        ..Default::default()
+    })
+    .await;
+    let health = format!("127.0.0.1:{}", free_port());
+    let worker = paid.start_worker_process_with(&[
+        ("WORKER_HEALTH_ADDR", &health),
+        ("QUEUE_RECOVERY_LIMIT_S", &recovery_limit_s.to_string()),
+    ]);
+    let rig = Rig {
+        paid,
+        redis,
+        worker,
+        health: format!("http://{health}"),
+        http: reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("client"),
+    };
+    wait_until("the worker's consumers to run", async || rig.ready().await).await;
+    rig
+}
+
+impl Rig {
+    /// The worker's `/readyz`: every consumer registered and heartbeating.
+    async fn ready(&self) -> bool {
+        match self
+            .http
+            .get(format!("{}/readyz", self.health))
+            .send()
+            .await
+        {
+            Ok(r) => r.status() == 200,
+            Err(_) => false,
+        }
+    }
+
+    /// Consumers rebuilt after an error, summed over both queues (`/metrics`).
+    async fn restarts(&self) -> u64 {
+        let Ok(r) = self
+            .http
+            .get(format!("{}/metrics", self.health))
+            .send()
+            .await
+        else {
+            return 0;
+        };
+        let text = r.text().await.unwrap_or_default();
+        text.lines()
+            .filter(|l| l.starts_with("grove_worker_consumer_restarts_total"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    }
+
+    /// The API's `/readyz` (its own Redis connection is back too).
+    async fn api_ready(&self) -> bool {
+        self.paid.app.get("/readyz").await.status() == 200
+    }
+
+    fn worker_running(&mut self) -> bool {
+        matches!(self.worker.try_wait(), Ok(None))
+    }
+
+    /// One paid coaching call (a new question each time, so never a replay), answered within
+    /// `bound`.
+    async fn paid_call(&self, bound: Duration) -> Value {
+        let response =
+            tokio::time::timeout(bound, self.paid.pay_and_call(PATH, &new_question(), None))
+                .await
+                .expect("the paid call is answered in time");
+        assert_eq!(response.status(), 200);
+        response.json().await.expect("json")
+    }
+
+    /// After a fault: the worker and the API are ready again and a new call completes. Returns
+    /// (Redis answering → worker ready, Redis answering → a new call's result).
+    async fn recovers(&mut self, answering_since: Instant) -> (Duration, Duration) {
+        wait_until("both consumers to notice the fault", async || {
+            self.restarts().await >= 2
+        })
+        .await;
+        wait_until("the worker's consumers to run again", async || {
+            self.ready().await
+        })
+        .await;
+        let ready_after = answering_since.elapsed();
+        wait_until("the API's queue connection", async || {
+            self.api_ready().await
+        })
+        .await;
+        let envelope = self.paid_call(Duration::from_secs(20)).await;
+        assert_eq!(envelope["mode"], "diagnose_growth");
+        assert!(
+            self.worker_running(),
+            "the worker never had to be restarted"
+        );
+        (ready_after, answering_since.elapsed())
+    }
+}
+
+async fn a_restart_is_survived(persist: bool) {
+    let mut rig = rig(persist, 60).await;
+    rig.paid_call(Duration::from_secs(20)).await;
+    assert_eq!(rig.paid.llm.received(), 1);
+
+    rig.redis.restart().await;
+    let answering = Instant::now();
+    let (ready, result) = rig.recovers(answering).await;
+    assert_eq!(rig.paid.llm.received(), 2, "one model call per paid call");
+    assert_eq!(rig.paid.facilitator.settle_calls(), 2);
+    eprintln!(
+        "redis restart (persist={persist}): worker ready {:.2}s and a new call answered {:.2}s after Redis answered",
+        ready.as_secs_f64(),
+        result.as_secs_f64()
+    );
+}
+
+#[tokio::test]
+async fn consumers_resume_after_redis_restarts_without_its_data() {
+    a_restart_is_survived(false).await;
+}
+
+#[tokio::test]
+async fn consumers_resume_after_redis_restarts_with_its_data() {
+    a_restart_is_survived(true).await;
+}
+
+#[tokio::test]
+async fn a_job_in_flight_when_redis_restarts_runs_once() {
+    let mut rig = rig(true, 60).await;
+    rig.paid.llm.script([Reply::Slow(Duration::from_secs(3))]);
+    let body = new_question();
+    let payment = rig
+        .paid
+        .payment_for(PATH, &body, grove_tests::x402::PayOptions::default())
+        .await;
+    let call = rig.paid.spawn_paid_call(PATH, &body, &payment);
+    wait_until("the model request", async || rig.paid.llm.received() == 1).await;
+    rig.redis.restart().await;
+    let answering = Instant::now();
+
+    let response = tokio::time::timeout(Duration::from_secs(40), call)
+        .await
+        .expect("answered in time")
+        .expect("task")
+        .expect("response");
+    assert_eq!(response.status(), 200);
+    let first = answering.elapsed();
+    // The job in flight finished on its own task. The old consumer's in-flight set came back
+    // with the data, so the job is delivered once more when that consumer's name expires: that
+    // run finds the call done, says so on the done channel, and calls no model.
+    let client = redis::Client::open(rig.redis.url()).expect("client");
+    let mut pubsub = client.get_async_pubsub().await.expect("pubsub");
+    let namespace = rig.paid.env["QUEUE_NAMESPACE"].clone();
+    pubsub
+        .subscribe(grove_common::jobs::done_channel(&namespace))
+        .await
+        .expect("subscribe");
+    let redelivered = tokio::time::timeout(Duration::from_secs(30), async {
+        use futures::StreamExt;
+        pubsub.on_message().next().await
+    })
+    .await
+    .expect("the job in flight at the fault is delivered again");
+    assert!(redelivered.is_some());
+    let again = answering.elapsed();
+    assert_eq!(rig.paid.llm.received(), 1, "no second model call");
+
+    let (ready, _) = rig.recovers(answering).await;
+    assert_eq!(rig.paid.llm.received(), 2, "one model call per paid call");
+    assert_eq!(rig.paid.llm.completed(), 2);
+    eprintln!(
+        "redis restart mid-job: the in-flight call answered {:.2}s, its redelivery ran (no model call) {:.2}s, the worker was ready {:.2}s after Redis answered",
+        first.as_secs_f64(),
+        again.as_secs_f64(),
+        ready.as_secs_f64()
+    );
+}
+
+#[tokio::test]
+async fn consumers_resume_after_a_pause_longer_than_the_response_timeout() {
+    let mut rig = rig(false, 60).await;
+    rig.paid_call(Duration::from_secs(20)).await;
+
+    // 7 s: longer than the 5 s response timeout of every Redis connection we make.
+    let client = redis::Client::open(rig.redis.url()).expect("client");
+    let mut admin = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("admin connection");
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(7000)
+        .arg("ALL")
+        .query_async(&mut admin)
+        .await
+        .expect("CLIENT PAUSE");
+    let paused = Instant::now();
+    // A command sent now is answered when the pause ends: that is when Redis answers again.
+    let patient =
+        redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(20)));
+    let mut probe = client
+        .get_multiplexed_async_connection_with_config(&patient)
+        .await
+        .expect("probe connection");
+    let _: String = tokio::time::timeout(
+        Duration::from_secs(20),
+        redis::cmd("PING").query_async(&mut probe),
+    )
+    .await
+    .expect("the pause ends")
+    .expect("PING");
+    let answering = Instant::now();
+    assert!(paused.elapsed() >= Duration::from_secs(6));
+
+    let (ready, result) = rig.recovers(answering).await;
+    assert_eq!(rig.paid.llm.received(), 2, "one model call per paid call");
+    eprintln!(
+        "7 s CLIENT PAUSE: worker ready {:.2}s and a new call answered {:.2}s after Redis answered",
+        ready.as_secs_f64(),
+        result.as_secs_f64()
+    );
+}
+
+#[tokio::test]
+async fn a_worker_that_cannot_get_back_to_redis_exits_non_zero() {
+    let mut rig = rig(false, 2).await;
+    rig.redis.kill();
+    let gone = Instant::now();
+    let mut status = None;
+    wait_until("the worker to give up", async || {
+        status = rig.worker.try_wait().expect("wait");
+        status.is_some()
+    })
+    .await;
+    let status = status.expect("exited");
+    assert!(!status.success(), "exit status {status}");
+    eprintln!(
+        "Redis gone (limit 2 s): the worker exited with {status} after {:.2}s",
+        gone.elapsed().as_secs_f64()
+    );
+}
