@@ -6,7 +6,11 @@ use crate::{
     render::Published,
     request_id, routes,
     state::{AppState, Inner},
-    x402::facilitator::{Facilitator, HttpFacilitator, LocalFacilitator},
+    x402::{
+        chain::{ChainReader, SelfSettler},
+        facilitator::{Facilitator, HttpFacilitator, LocalFacilitator},
+        settle::{AuthorizationReader, Settler, ViaFacilitator},
+    },
 };
 use axum::{
     Router,
@@ -16,7 +20,7 @@ use axum::{
 use grove_common::{
     clock::{Clock, SystemClock},
     completion::Completions,
-    config::Config,
+    config::{Config, SettlementMode},
     db,
     jobs::SweepStats,
     queue::JobQueue,
@@ -47,6 +51,8 @@ pub enum StartError {
     Queue(#[from] grove_common::queue::QueueError),
     #[error("facilitator: {0}")]
     Facilitator(#[from] crate::x402::facilitator::FacilitatorError),
+    #[error("settlement: {0}")]
+    Chain(#[from] crate::x402::chain::ChainError),
     #[error("embedded worker: {0}")]
     Worker(String),
     #[error("REDIS_URL is not set and this build has no embedded worker")]
@@ -118,8 +124,9 @@ impl Application {
             }),
             None => Arc::new(LocalFacilitator),
         };
+        let (settler, chain) = settlement(&config, facilitator).await?;
         let (queue, completions, sweeps) =
-            back_end(&config, &db, &schemas, &clock, stopped).await?;
+            back_end(&config, &db, &schemas, &clock, stopped.clone()).await?;
         let sandbox_header = config.sandbox_header();
         let cors = cors(&sandbox_header);
         let state = AppState::new(Inner {
@@ -130,11 +137,18 @@ impl Application {
             db,
             queue,
             completions,
-            facilitator,
+            settler,
+            chain,
+            reconcile: Default::default(),
             metrics: Default::default(),
             clock,
             sweeps,
         });
+        tokio::spawn(crate::paid::reconcile::run(
+            state.clone(),
+            state.config.sweep_interval,
+            stopped,
+        ));
         Ok(routes::router(state)
             .layer(cors)
             .layer(CatchPanicLayer::custom(|_| {
@@ -157,6 +171,32 @@ impl Application {
         let _ = self.stop.send(true);
         served
     }
+}
+
+/// Who moves the money (a facilitator, or our own settlement on chain), and what can read the chain
+/// for reconciliation (`BASE_RPC_URL`, in either mode).
+async fn settlement(
+    config: &Config,
+    facilitator: Arc<dyn Facilitator>,
+) -> Result<(Arc<dyn Settler>, Option<Arc<dyn AuthorizationReader>>), StartError> {
+    let s = &config.settlement;
+    if s.mode == SettlementMode::SelfHosted
+        && let (Some(rpc), Some(key)) = (&s.base_rpc_url, &s.settler_private_key)
+    {
+        let settler = Arc::new(SelfSettler::connect(rpc, key, s.timeout).await?);
+        tracing::info!(settler = %settler.address(), "settling payments on chain ourselves");
+        let reader: Arc<dyn AuthorizationReader> = settler.clone();
+        return Ok((settler, Some(reader)));
+    }
+    let chain = match &s.base_rpc_url {
+        Some(rpc) => Some(Arc::new(ChainReader::new(rpc)?) as Arc<dyn AuthorizationReader>),
+        None => None,
+    };
+    let settler = Arc::new(ViaFacilitator {
+        facilitator,
+        local: config.settles_locally(),
+    });
+    Ok((settler, chain))
 }
 
 /// What the API talks to for jobs: the queue, the completion notifier and, with an in-process

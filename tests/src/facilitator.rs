@@ -34,10 +34,22 @@ pub enum SettleScript {
     RefuseWith400(&'static str),
     /// 412 `{success:false, errorReason:"permit2_allowance_required", …}`.
     PreconditionFailed,
-    /// Sleeps this long, then succeeds: longer than the client timeout, it is a timeout.
+    /// Settles on chain at once, then sleeps this long before answering success: longer than
+    /// the client timeout, the transfer happened and the client saw a timeout.
     Slow(Duration),
-    /// 500 with a plain-text body.
+    /// 500 with a plain-text body; nothing moved.
     ServerError,
+    /// Settles on chain, then answers this status with a plain-text body (a facilitator that
+    /// lies: the money moved, the answer says error).
+    SettleThenStatus(u16),
+    /// Broadcasts the transfer (it lands) and answers `success:false, settlement_pending`.
+    Pending,
+    /// 503, nothing moved (a facilitator that is down).
+    Down,
+    /// Waits this long without moving anything, then 503 (a hung facilitator).
+    Hang(Duration),
+    /// Waits this long, then refuses with the reason; nothing moved.
+    RefuseAfter(Duration, &'static str),
     /// 200 with a body that is not a settle response.
     NotJson,
 }
@@ -45,6 +57,11 @@ pub enum SettleScript {
 #[derive(Default)]
 struct Inner {
     script: Mutex<SettleScript>,
+    /// One-shot scripts for the next requests, in order, before `script` applies again.
+    next: Mutex<std::collections::VecDeque<SettleScript>>,
+    /// The chain: authorizations used (`from:nonce`), each moving the money once.
+    used: Mutex<std::collections::HashSet<String>>,
+    transfers: AtomicUsize,
     expected_auth: Mutex<Option<String>>,
     expected_cdp: Mutex<Option<CdpCheck>>,
     cdp_refusals: Mutex<Vec<String>>,
@@ -107,6 +124,28 @@ impl FakeFacilitator {
 
     pub fn script(&self, script: SettleScript) {
         write(&self.inner.script, |s| *s = script);
+    }
+
+    /// Answers the next request with `script`, once (queued in order); then the standing script.
+    pub fn script_next(&self, script: SettleScript) {
+        write(&self.inner.next, |q| q.push_back(script));
+    }
+
+    /// Transfers that happened on the fake chain (each authorization at most once).
+    pub fn transfers(&self) -> usize {
+        self.inner.transfers.load(Ordering::SeqCst)
+    }
+
+    /// The `/settle` requests that carried this authorization nonce.
+    pub fn requests_for_nonce(&self, nonce: &str) -> usize {
+        self.requests()
+            .iter()
+            .filter(|r| {
+                r.pointer("/paymentPayload/payload/authorization/nonce")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| n.eq_ignore_ascii_case(nonce))
+            })
+            .count()
     }
 
     /// From now on, a request without exactly this `Authorization` value gets a 401.
@@ -184,6 +223,33 @@ async fn settle(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
         .pointer("/paymentPayload/payload/authorization/from")
         .cloned()
         .unwrap_or(Value::Null);
+    let authorization = format!(
+        "{}:{}",
+        payer.as_str().unwrap_or_default().to_ascii_lowercase(),
+        request
+            .pointer("/paymentPayload/payload/authorization/nonce")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+    );
+    // Like USDC: an authorization moves money once; `false` when it was already used.
+    let transfer = || {
+        let mut fresh = false;
+        write(&inner.used, |u| fresh = u.insert(authorization.clone()));
+        if fresh {
+            inner.transfers.fetch_add(1, Ordering::SeqCst);
+        }
+        fresh
+    };
+    let refuse_200 = |reason: &str| {
+        Json(json!({
+            "success": false,
+            "errorReason": reason,
+            "transaction": "",
+            "network": network,
+        }))
+        .into_response()
+    };
     let success = Json(json!({
         "success": true,
         // Unique per call, shaped like a transaction hash.
@@ -191,15 +257,17 @@ async fn settle(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
         "network": network,
         "payer": payer,
     }));
-    match read(&inner.script) {
-        SettleScript::Success => success.into_response(),
-        SettleScript::RefuseWith200(reason) => Json(json!({
-            "success": false,
-            "errorReason": reason,
-            "transaction": "",
-            "network": network,
-        }))
-        .into_response(),
+    let script = {
+        let mut next = None;
+        write(&inner.next, |q| next = q.pop_front());
+        next.unwrap_or_else(|| read(&inner.script))
+    };
+    // What the TypeScript facilitator answers when the chain refuses a used nonce.
+    const NONCE_USED: &str = "invalid_exact_evm_nonce_already_used";
+    match script {
+        SettleScript::Success if transfer() => success.into_response(),
+        SettleScript::Success => refuse_200(NONCE_USED),
+        SettleScript::RefuseWith200(reason) => refuse_200(reason),
         SettleScript::RefuseWith400(reason) => (
             StatusCode::BAD_REQUEST,
             Json(json!({
@@ -223,14 +291,40 @@ async fn settle(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
         )
             .into_response(),
         SettleScript::Slow(delay) => {
+            let fresh = transfer();
             tokio::time::sleep(delay).await;
-            success.into_response()
+            if fresh {
+                success.into_response()
+            } else {
+                refuse_200(NONCE_USED)
+            }
         }
         SettleScript::ServerError => (
             StatusCode::INTERNAL_SERVER_ERROR,
             "upstream RPC failed: ".repeat(50),
         )
             .into_response(),
+        SettleScript::SettleThenStatus(status) => {
+            transfer();
+            (
+                StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                "receipt lookup failed",
+            )
+                .into_response()
+        }
+        SettleScript::Pending => {
+            transfer();
+            refuse_200("settlement_pending")
+        }
+        SettleScript::Down => (StatusCode::SERVICE_UNAVAILABLE, "maintenance").into_response(),
+        SettleScript::Hang(delay) => {
+            tokio::time::sleep(delay).await;
+            (StatusCode::SERVICE_UNAVAILABLE, "gave up").into_response()
+        }
+        SettleScript::RefuseAfter(delay, reason) => {
+            tokio::time::sleep(delay).await;
+            refuse_200(reason)
+        }
         SettleScript::NotJson => "<html>a captive portal</html>".into_response(),
     }
 }

@@ -50,9 +50,15 @@ async fn a_paid_call_moves_exactly_the_price_once_and_names_the_real_transaction
     let r = rig.send_paid(PATH, &body, &payment, None).await;
     assert_eq!(r.status(), 200);
     let settle = decode_b64_json(r.headers()["payment-response"].to_str().expect("ascii"));
-    let hash = settle["transaction"].as_str().expect("transaction").to_owned();
+    let hash = settle["transaction"]
+        .as_str()
+        .expect("transaction")
+        .to_owned();
     assert_eq!(chain.receipt(&hash).await["status"], "0x1", "{settle}");
-    assert_eq!(chain.balance(rig.wallet.address()).await, U256::from(1_000_000 - PRICE));
+    assert_eq!(
+        chain.balance(rig.wallet.address()).await,
+        U256::from(1_000_000 - PRICE)
+    );
     assert_eq!(chain.balance(pay_to()).await, U256::from(PRICE));
     assert_eq!(rig.llm.received(), 1);
 
@@ -77,8 +83,15 @@ async fn a_settlement_stuck_in_the_mempool_is_unknown_then_reconciled_once_mined
     assert_eq!(r.status(), 504, "unknown is never a 402");
     let answer: Value = r.json().await.expect("json");
     assert_eq!(answer["error"]["code"], "settlement_pending");
-    let receipt_url = answer["error"]["receipt"]["url"].as_str().expect("receipt").to_owned();
-    assert_eq!(chain.balance(pay_to()).await, U256::ZERO, "nothing mined yet");
+    let receipt_url = answer["error"]["receipt"]["url"]
+        .as_str()
+        .expect("receipt")
+        .to_owned();
+    assert_eq!(
+        chain.balance(pay_to()).await,
+        U256::ZERO,
+        "nothing mined yet"
+    );
     assert_eq!(rig.llm.received(), 0);
 
     chain.rpc("evm_setAutomine", json!([true])).await;
@@ -87,10 +100,84 @@ async fn a_settlement_stuck_in_the_mempool_is_unknown_then_reconciled_once_mined
         rig.app.get_json(&receipt_url).await["status"] == "completed"
     })
     .await;
-    assert_eq!(chain.balance(pay_to()).await, U256::from(PRICE), "moved once");
-    assert_eq!(chain.balance(rig.wallet.address()).await, U256::from(1_000_000 - PRICE));
+    assert_eq!(
+        chain.balance(pay_to()).await,
+        U256::from(PRICE),
+        "moved once"
+    );
+    assert_eq!(
+        chain.balance(rig.wallet.address()).await,
+        U256::from(1_000_000 - PRICE)
+    );
     assert_eq!(rig.llm.received(), 1);
     let r = rig.send_paid(PATH, &body, &payment, None).await;
     assert_eq!(r.status(), 200);
+    assert_eq!(rig.llm.received(), 1);
+}
+
+#[tokio::test]
+async fn an_unknown_outcome_proven_unsettled_on_chain_releases_the_scope() {
+    let Some(chain) = Chain::start().await else {
+        return;
+    };
+    // A facilitator that is down moves nothing; the chain tells reconciliation so.
+    let rig = spawn_paid(Options {
+        deadline_s: 2,
+        extra_env: vec![
+            ("BASE_RPC_URL".into(), chain.url.clone()),
+            ("X402_FACILITATOR_TIMEOUT_S".into(), "1".into()),
+        ],
+        ..Default::default()
+    })
+    .await;
+    rig.facilitator
+        .script(grove_tests::facilitator::SettleScript::Down);
+    let body = caller_body("diagnose_growth");
+    // Expires in 8 s: the shortest authorization local verification accepts is 6 s.
+    let expires = grove_tests::x402::now_unix() + 8;
+    let payment = rig
+        .payment_for(
+            PATH,
+            &body,
+            PayOptions {
+                valid_before: Some(expires),
+                ..Default::default()
+            },
+        )
+        .await;
+    let r = rig.send_paid(PATH, &body, &payment, Some("k")).await;
+    assert_eq!(r.status(), 504);
+    let answer: Value = r.json().await.expect("json");
+    assert_eq!(answer["error"]["code"], "settlement_pending");
+    let receipt_url = answer["error"]["receipt"]["url"]
+        .as_str()
+        .expect("receipt")
+        .to_owned();
+
+    // Once the authorization has expired unused, the call is proven unpaid.
+    wait_until("reconciliation proves the payment unsettled", async || {
+        rig.app.get_json(&receipt_url).await["status"] == "unpaid"
+    })
+    .await;
+    assert_eq!(
+        rig.app.get_json(&receipt_url).await["settlement"],
+        "refused"
+    );
+    assert_eq!(
+        rig.llm.received(),
+        0,
+        "nothing ran for money that never moved"
+    );
+    // A retry gets the 402 again (the expired authorization is refused locally); a new one buys
+    // the call, whose scope the proof released.
+    let r = rig.send_paid(PATH, &body, &payment, Some("k")).await;
+    assert_eq!(r.status(), 402);
+    assert!(r.headers().get("payment-required").is_some());
+    rig.facilitator
+        .script(grove_tests::facilitator::SettleScript::Success);
+    let fresh = rig.payment_for(PATH, &body, PayOptions::default()).await;
+    let r = rig.send_paid(PATH, &body, &fresh, Some("k")).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(rig.facilitator.transfers(), 1);
     assert_eq!(rig.llm.received(), 1);
 }

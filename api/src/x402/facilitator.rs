@@ -28,8 +28,9 @@ pub trait Facilitator: Send + Sync {
     async fn settle(&self, request: &SettleRequest) -> Result<SettleResponse, FacilitatorError>;
 }
 
-/// The `/settle` body: `{x402Version, paymentPayload, paymentRequirements}`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// The `/settle` body: `{x402Version, paymentPayload, paymentRequirements}`. Stored with the
+/// payment (hence `Deserialize`) so that reconciliation re-posts exactly this.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SettleRequest {
     pub x402_version: u8,

@@ -6,6 +6,6 @@ pub mod chain;
 pub mod challenge;
 mod eip3009;
 pub mod facilitator;
-pub mod settle;
 pub mod payment;
 mod payment_header;
+pub mod settle;

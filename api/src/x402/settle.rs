@@ -172,3 +172,96 @@ fn expect_of(request: &SettleRequest) -> Expect<'static> {
         .unwrap_or(Address::ZERO);
     Expect { network, payer }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAYER: &str = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
+    const TX: &str = "0x00000000000000000000000000000000000000000000000000000000000000ab";
+
+    fn expect() -> Expect<'static> {
+        Expect {
+            network: "eip155:8453",
+            payer: PAYER.parse().expect("address"),
+        }
+    }
+
+    fn success(tx: &str, network: &str, payer: Option<&str>) -> SettleResponse {
+        SettleResponse {
+            success: true,
+            error_reason: None,
+            transaction: tx.into(),
+            network: network.into(),
+            payer: payer.map(str::to_owned),
+        }
+    }
+
+    fn unknown(answer: Result<SettleResponse, FacilitatorError>) -> bool {
+        matches!(classify(answer, &expect()), SettleOutcome::Unknown { .. })
+    }
+
+    #[test]
+    fn a_success_is_settled_only_with_a_transaction_our_network_and_our_payer() {
+        assert_eq!(
+            classify(Ok(success(TX, "eip155:8453", Some(PAYER))), &expect()),
+            SettleOutcome::Settled {
+                transaction: TX.into(),
+                local: false
+            }
+        );
+        assert!(unknown(Ok(success("", "eip155:8453", Some(PAYER)))));
+        assert!(unknown(Ok(success("0xabc", "eip155:8453", Some(PAYER)))));
+        assert!(unknown(Ok(success(TX, "eip155:84532", Some(PAYER)))));
+        assert!(unknown(Ok(success(
+            TX,
+            "eip155:8453",
+            Some("0x0000000000000000000000000000000000000001")
+        ))));
+    }
+
+    #[test]
+    fn errors_and_pending_are_unknown_and_definite_refusals_are_refused() {
+        for e in [
+            FacilitatorError::Timeout,
+            FacilitatorError::Transport("reset".into()),
+            FacilitatorError::Status {
+                status: 502,
+                body_excerpt: String::new(),
+            },
+            FacilitatorError::Decode("html".into()),
+        ] {
+            assert!(unknown(Err(e)));
+        }
+        let refusal = |reason: &str| SettleResponse {
+            success: false,
+            error_reason: Some(reason.into()),
+            transaction: String::new(),
+            network: String::new(),
+            payer: None,
+        };
+        assert!(unknown(Ok(refusal("settlement_pending"))));
+        assert!(unknown(Ok(refusal("unexpected_settle_error"))));
+        assert_eq!(
+            classify(Ok(refusal("insufficient_funds")), &expect()),
+            SettleOutcome::Refused {
+                reason: "insufficient_funds".into()
+            }
+        );
+    }
+
+    #[test]
+    fn used_nonce_reasons_of_every_facilitator_are_recognised() {
+        for reason in [
+            "invalid_exact_evm_nonce_already_used",
+            "FiatTokenV2: authorization is used or canceled",
+            "authorization_used",
+            "duplicate_settlement",
+        ] {
+            assert!(means_nonce_used(reason), "{reason}");
+        }
+        for reason in ["insufficient_funds", "invalid_exact_evm_signature"] {
+            assert!(!means_nonce_used(reason), "{reason}");
+        }
+    }
+}
