@@ -16,10 +16,10 @@ mod x402;
 pub use app::{Application, StartError};
 pub use error::ApiError;
 pub use x402::cdp::CdpSigner;
+pub use x402::chain::{ChainError, ChainReader, IUsdc, SelfSettler, USDC};
 pub use x402::facilitator::{
     Facilitator, FacilitatorError, HttpFacilitator, LocalFacilitator, SettleRequest,
     SettleResponse, requirements_for,
 };
 pub use x402::payment::{Expected, PaymentRejection, VerifiedPayment, verify};
-pub use x402::chain::{ChainError, ChainReader, IUsdc, SelfSettler, USDC};
 pub use x402::settle::{AuthorizationReader, SettleOutcome, Settler};

@@ -82,13 +82,17 @@ async fn links_control_characters_and_look_alikes_are_refused_before_any_402() {
         body["message"] = json!({"template": template});
         let r = rig.app.post_json(PATH, &body, &[]).await;
         assert_eq!(r.status(), 422, "{template}");
-        assert!(r.headers().get("payment-required").is_none(), "never offered");
+        assert!(
+            r.headers().get("payment-required").is_none(),
+            "never offered"
+        );
         let error = r.json::<Value>().await.expect("json")["error"].clone();
         let details = error["details"].as_array().cloned().unwrap_or_default();
         assert!(
             details
                 .iter()
-                .any(|d| d["path"] == path && d["message"].as_str().is_some_and(|m| m.contains(needle))),
+                .any(|d| d["path"] == path
+                    && d["message"].as_str().is_some_and(|m| m.contains(needle))),
             "{template}: {error}"
         );
     }
@@ -98,7 +102,12 @@ async fn links_control_characters_and_look_alikes_are_refused_before_any_402() {
     let r = rig.app.post_json(PATH, &body, &[]).await;
     assert_eq!(r.status(), 422);
     let error = r.json::<Value>().await.expect("json")["error"].clone();
-    assert!(error["details"].as_array().is_some_and(|d| d.iter().any(|d| d["path"] == "/business/name")), "{error}");
+    assert!(
+        error["details"]
+            .as_array()
+            .is_some_and(|d| d.iter().any(|d| d["path"] == "/business/name")),
+        "{error}"
+    );
     assert_eq!(rig.facilitator.settle_calls(), 0);
     assert!(texts(&rig).is_empty());
 }
@@ -107,7 +116,8 @@ async fn links_control_characters_and_look_alikes_are_refused_before_any_402() {
 async fn stop_in_another_sense_still_gets_the_opt_out_sentence() {
     let rig = rig().await;
     let mut body = body_for(&rig, "+13125550151");
-    body["message"] = json!({"template": "{business_name}: NON STOP thanks, {first_name}! {review_link}"});
+    body["message"] =
+        json!({"template": "{business_name}: NON STOP thanks, {first_name}! {review_link}"});
     let r = rig.pay_and_call(PATH, &body, None).await;
     assert_eq!(r.status(), 200);
     let sent = texts(&rig);
@@ -151,7 +161,10 @@ async fn post_inbound(rig: &PaidApp, params: &[(String, String)]) -> u16 {
         .client
         .post(rig.app.url("/webhooks/sms/inbound"))
         .header("content-type", "application/x-www-form-urlencoded")
-        .header("x-twilio-signature", sign_webhook(TWILIO_TOKEN, &url, params))
+        .header(
+            "x-twilio-signature",
+            sign_webhook(TWILIO_TOKEN, &url, params),
+        )
         .body(serde_urlencoded::to_string(params).expect("form"))
         .send()
         .await
@@ -199,15 +212,25 @@ async fn plain_words_revoke_consent_and_other_replies_are_kept_for_the_business(
     {
         let phone = format!("+1312555016{n}");
         let id = paid_request(&rig, &phone).await;
-        assert_eq!(post_inbound(&rig, &InboundSms::new(&phone, reply).params()).await, 200);
+        assert_eq!(
+            post_inbound(&rig, &InboundSms::new(&phone, reply).params()).await,
+            200
+        );
         assert_eq!(view(&rig, &id).await["status"], "opted_out", "{reply}");
-        assert_eq!(offered(&rig, &phone).await, 409, "{reply}: the number is off sale");
+        assert_eq!(
+            offered(&rig, &phone).await,
+            409,
+            "{reply}: the number is off sale"
+        );
     }
     // An ambiguous reply changes nothing and is shown to the business.
     let phone = "+13125550170";
     let id = paid_request(&rig, phone).await;
     let reply = "Who is this? Stop by the shop tomorrow?";
-    assert_eq!(post_inbound(&rig, &InboundSms::new(phone, reply).params()).await, 200);
+    assert_eq!(
+        post_inbound(&rig, &InboundSms::new(phone, reply).params()).await,
+        200
+    );
     let v = view(&rig, &id).await;
     assert_eq!(v["status"], "sent");
     assert!(
@@ -227,9 +250,16 @@ async fn a_replayed_signed_stop_after_a_start_changes_nothing() {
     let stop = InboundSms::new(phone, "STOP").params();
     assert_eq!(post_inbound(&rig, &stop).await, 200);
     assert_eq!(offered(&rig, phone).await, 409);
-    assert_eq!(post_inbound(&rig, &InboundSms::new(phone, "START").params()).await, 200);
+    assert_eq!(
+        post_inbound(&rig, &InboundSms::new(phone, "START").params()).await,
+        200
+    );
     assert_eq!(offered(&rig, phone).await, 402);
     // The old STOP, validly signed, posted again.
     assert_eq!(post_inbound(&rig, &stop).await, 200);
-    assert_eq!(offered(&rig, phone).await, 402, "the replay did not suppress the phone");
+    assert_eq!(
+        offered(&rig, phone).await,
+        402,
+        "the replay did not suppress the phone"
+    );
 }

@@ -341,9 +341,15 @@ async fn an_abandoned_attempt_ends_as_unknown_and_is_never_resent() {
 async fn stuck_before_any_attempt(rig: &Rig) {
     let now = rig.clock.now();
     assert!(
-        reviews::advance(&rig.deps.db, &rig.review_id, status::SENDING, json!({}), now)
-            .await
-            .expect("advance")
+        reviews::advance(
+            &rig.deps.db,
+            &rig.review_id,
+            status::SENDING,
+            json!({}),
+            now
+        )
+        .await
+        .expect("advance")
     );
     assert!(
         reviews::message(&rig.deps.db, &rig.review_id, "initial")
@@ -363,7 +369,11 @@ async fn a_send_resumed_from_sending_with_no_attempt_passes_the_opt_out_guard() 
         .expect("suppress");
     handle(&rig.deps, &send_job(&rig)).await.expect("run");
     assert_eq!(request(&rig).await.status, status::OPTED_OUT);
-    assert_eq!(rig.sms.sends.load(Ordering::SeqCst), 0, "no text to an opted-out phone");
+    assert_eq!(
+        rig.sms.sends.load(Ordering::SeqCst),
+        0,
+        "no text to an opted-out phone"
+    );
 }
 
 #[tokio::test]
@@ -376,5 +386,9 @@ async fn a_send_resumed_from_sending_with_no_attempt_waits_for_quiet_hours_to_en
     let req = request(&rig).await;
     assert_eq!(req.status, status::DEFERRED);
     assert!(req.send_at > rig.clock.now());
-    assert_eq!(rig.sms.sends.load(Ordering::SeqCst), 0, "nothing sent at night");
+    assert_eq!(
+        rig.sms.sends.load(Ordering::SeqCst),
+        0,
+        "nothing sent at night"
+    );
 }

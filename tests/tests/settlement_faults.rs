@@ -68,7 +68,11 @@ async fn a_facilitator_that_settles_then_answers_late_or_with_an_error_delivers_
         let r = rig.send_paid(PATH, &body, &payment, Some(&key)).await;
         assert_eq!(r.status(), 200, "{fault}: the call is delivered, not a 402");
         assert!(r.headers().get("payment-response").is_some(), "{fault}");
-        assert_eq!(rig.facilitator.transfers(), n + 1, "{fault}: exactly one transfer");
+        assert_eq!(
+            rig.facilitator.transfers(),
+            n + 1,
+            "{fault}: exactly one transfer"
+        );
         assert_eq!(rig.llm.received(), n + 1, "{fault}: exactly one model call");
         assert!(
             rig.facilitator.requests_for_nonce(&nonce_of(&payment)) >= 2,
@@ -99,7 +103,10 @@ async fn an_unknown_outcome_is_never_a_402_and_the_server_finishes_it_without_th
     assert!(r.headers().get("retry-after").is_some());
     let error = json_of(r).await["error"].clone();
     assert_eq!(error["code"], "settlement_pending");
-    let receipt_url = error["receipt"]["url"].as_str().expect("receipt").to_owned();
+    let receipt_url = error["receipt"]["url"]
+        .as_str()
+        .expect("receipt")
+        .to_owned();
     let receipt = receipt_of(&rig, &receipt_url).await;
     assert_eq!(receipt["status"], "pending");
     assert_eq!(receipt["settlement"], "unknown");
@@ -112,7 +119,11 @@ async fn an_unknown_outcome_is_never_a_402_and_the_server_finishes_it_without_th
     assert_eq!(json_of(r).await["error"]["code"], "settlement_pending");
     assert_eq!(rig.facilitator.requests_for_nonce(&nonce_of(&second)), 0);
     assert_eq!(rig.facilitator.transfers(), 0);
-    assert_eq!(rig.llm.received(), 0, "nothing runs while the money is unknown");
+    assert_eq!(
+        rig.llm.received(),
+        0,
+        "nothing runs while the money is unknown"
+    );
 
     // The facilitator recovers; the sweep settles the original and the work runs, with no
     // client waiting.
@@ -182,8 +193,9 @@ async fn an_unpaid_call_is_never_re_run_for_free() {
     let rig = rig(20).await;
     let body = caller_body("diagnose_growth");
     let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
-    rig.facilitator
-        .script_next(SettleScript::RefuseWith400("invalid_exact_evm_payload_signature"));
+    rig.facilitator.script_next(SettleScript::RefuseWith400(
+        "invalid_exact_evm_payload_signature",
+    ));
     let r = rig.send_paid(PATH, &body, &payment, Some("k")).await;
     assert_eq!(r.status(), 402);
     // The same authorization again: the same 402, not a free run and not a second settlement.

@@ -189,7 +189,10 @@ async fn a_server_error_is_an_unknown_outcome_never_retried() {
     );
     assert_eq!(fake.sends(), 1, "never repeated blindly");
     let text = format!("{error}");
-    assert!(!text.contains("3055550142") && !text.contains("BODY-MARKER"), "{text}");
+    assert!(
+        !text.contains("3055550142") && !text.contains("BODY-MARKER"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

@@ -56,7 +56,11 @@ pub struct PassStats {
 }
 
 /// Runs passes every `interval`, at once when woken (`state.reconcile`), until `stopped`.
-pub async fn run(state: AppState, interval: std::time::Duration, mut stopped: watch::Receiver<bool>) {
+pub async fn run(
+    state: AppState,
+    interval: std::time::Duration,
+    mut stopped: watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             _ = state.reconcile.notified() => {}
@@ -160,8 +164,8 @@ async fn check(
             let expired_at = p
                 .valid_before
                 .and_then(|s| DateTime::<Utc>::from_timestamp(s, 0));
-            let give_up = state.chain.is_none()
-                && expired_at.is_some_and(|at| now > at + UNRESOLVED_AFTER);
+            let give_up =
+                state.chain.is_none() && expired_at.is_some_and(|at| now > at + UNRESOLVED_AFTER);
             let next = if give_up {
                 tracing::error!(%call_id, %reason, "settlement outcome cannot be known without a chain: set BASE_RPC_URL; set aside for an operator");
                 None
@@ -213,7 +217,9 @@ async fn decide(state: &AppState, p: &payment::Model) -> Decision {
         }
         // A refusal of the re-post is no proof about the first attempt: the balance it
         // checks may be low because our transfer went through.
-        SettleOutcome::Refused { reason } => Decision::Unknown(format!("re-post refused: {reason}")),
+        SettleOutcome::Refused { reason } => {
+            Decision::Unknown(format!("re-post refused: {reason}"))
+        }
         SettleOutcome::Unknown { reason } => Decision::Unknown(reason),
     }
 }

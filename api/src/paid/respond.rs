@@ -95,7 +95,9 @@ pub async fn render(
         }
         Answer::Unpaid(code) => {
             // `serve` answers these with its own challenge before rendering.
-            return Err(internal(format!("unpaid call rendered as a result: {code}")));
+            return Err(internal(format!(
+                "unpaid call rendered as a result: {code}"
+            )));
         }
         Answer::InProgress => {
             return Err(ApiError::RequestInProgress {

@@ -5,8 +5,8 @@ pub mod calls;
 pub mod entities;
 pub mod payments;
 pub mod phone_marks;
-pub mod webhook_receipts;
 pub mod reviews;
+pub mod webhook_receipts;
 
 use crate::config::Config;
 use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr};

@@ -4,7 +4,8 @@
 use super::entities::phone_mark;
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, ExprTrait, QueryFilter,
+    ActiveValue::Set,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, ExprTrait, QueryFilter,
     sea_query::{Expr, OnConflict},
 };
 use uuid::Uuid;

@@ -170,7 +170,14 @@ fn fill(pieces: &[Piece<'_>], first_name: &str, business_name: &str, link: &str)
 fn has_opt_out_instruction(text: &str) -> bool {
     const VERBS: [&str; 5] = ["reply", "text", "txt", "send", "respond"];
     const ENDS: [&str; 8] = [
-        "opt", "optout", "unsubscribe", "end", "cancel", "stop", "quit", "unsub",
+        "opt",
+        "optout",
+        "unsubscribe",
+        "end",
+        "cancel",
+        "stop",
+        "quit",
+        "unsub",
     ];
     // Words with the punctuation that ends a sentence kept as a word of its own.
     let mut words: Vec<String> = Vec::new();

@@ -109,35 +109,40 @@ async fn guarded_resume(
     let consent = consent::Entity::find_by_id(req.consent_id)
         .one(&deps.db)
         .await?;
-    Ok(match guard::check(&deps.db, req, consent.as_ref(), now).await? {
-        Decision::Send { validity } => Some(validity),
-        Decision::Refuse { status: to, reason } => {
-            reviews::advance(&deps.db, &req.id, to, json!({"reason": reason}), now).await?;
-            None
-        }
-        Decision::Defer { until } => {
-            use sea_orm::{ColumnTrait, QueryFilter, sea_query::Expr};
-            let moved = review_request::Entity::update_many()
-                .col_expr(review_request::Column::Status, Expr::value(status::DEFERRED))
-                .col_expr(review_request::Column::SendAt, Expr::value(until))
-                .col_expr(review_request::Column::UpdatedAt, Expr::value(now))
-                .filter(review_request::Column::Id.eq(req.id.as_str()))
-                .filter(review_request::Column::Status.eq(status::SENDING))
-                .exec(&deps.db)
-                .await?;
-            if moved.rows_affected == 1 {
-                reviews::event(
-                    &deps.db,
-                    &req.id,
-                    status::DEFERRED,
-                    json!({"until": reviews::rfc3339(until)}),
-                    now,
-                )
-                .await?;
+    Ok(
+        match guard::check(&deps.db, req, consent.as_ref(), now).await? {
+            Decision::Send { validity } => Some(validity),
+            Decision::Refuse { status: to, reason } => {
+                reviews::advance(&deps.db, &req.id, to, json!({"reason": reason}), now).await?;
+                None
             }
-            None
-        }
-    })
+            Decision::Defer { until } => {
+                use sea_orm::{ColumnTrait, QueryFilter, sea_query::Expr};
+                let moved = review_request::Entity::update_many()
+                    .col_expr(
+                        review_request::Column::Status,
+                        Expr::value(status::DEFERRED),
+                    )
+                    .col_expr(review_request::Column::SendAt, Expr::value(until))
+                    .col_expr(review_request::Column::UpdatedAt, Expr::value(now))
+                    .filter(review_request::Column::Id.eq(req.id.as_str()))
+                    .filter(review_request::Column::Status.eq(status::SENDING))
+                    .exec(&deps.db)
+                    .await?;
+                if moved.rows_affected == 1 {
+                    reviews::event(
+                        &deps.db,
+                        &req.id,
+                        status::DEFERRED,
+                        json!({"until": reviews::rfc3339(until)}),
+                        now,
+                    )
+                    .await?;
+                }
+                None
+            }
+        },
+    )
 }
 
 async fn send_follow_up(deps: &Deps, review_id: &str) -> Result<(), JobError> {

@@ -22,8 +22,22 @@ const SPACED_TLDS: &[&str] = &[
 
 /// Shorteners named in the refusal, for a clearer message (the domain rule catches them anyway).
 const SHORTENERS: &[&str] = &[
-    "bit.ly", "tinyurl", "t.co", "goo.gl", "ow.ly", "is.gd", "buff.ly", "rebrand.ly", "cutt.ly",
-    "shorturl", "tiny.cc", "rb.gy", "t.ly", "s.id", "bl.ink", "short.io",
+    "bit.ly",
+    "tinyurl",
+    "t.co",
+    "goo.gl",
+    "ow.ly",
+    "is.gd",
+    "buff.ly",
+    "rebrand.ly",
+    "cutt.ly",
+    "shorturl",
+    "tiny.cc",
+    "rb.gy",
+    "t.ly",
+    "s.id",
+    "bl.ink",
+    "short.io",
 ];
 
 /// Every problem with `text` (a template's literal words, or a name put into the message).
@@ -41,7 +55,10 @@ pub fn problems(text: &str) -> Vec<String> {
             u32::from(c)
         ));
     }
-    if text.split(|c: char| !c.is_alphanumeric()).any(mixes_scripts) {
+    if text
+        .split(|c: char| !c.is_alphanumeric())
+        .any(mixes_scripts)
+    {
         out.push(
             "mixes look-alike letters from another alphabet into a Latin word (e.g. a Cyrillic \
              \u{43e} for o); write it in one alphabet"
@@ -113,7 +130,10 @@ fn has_link(s: &str) -> bool {
         return true;
     }
     let chars: Vec<char> = s.chars().collect();
-    chars.iter().enumerate().any(|(i, c)| *c == '.' && dot_joins_domain(&chars, i))
+    chars
+        .iter()
+        .enumerate()
+        .any(|(i, c)| *c == '.' && dot_joins_domain(&chars, i))
 }
 
 /// Whether the dot at `i` sits between a label and a top-level domain: "bit.ly", "shop.com", or
@@ -127,7 +147,11 @@ fn dot_joins_domain(chars: &[char], i: usize) -> bool {
         l -= 1;
         spaced = true;
     }
-    let left_len = chars[..l].iter().rev().take_while(|c| label_char(c)).count();
+    let left_len = chars[..l]
+        .iter()
+        .rev()
+        .take_while(|c| label_char(c))
+        .count();
     if left_len == 0 {
         return false;
     }

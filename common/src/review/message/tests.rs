@@ -159,7 +159,9 @@ fn rendered_serialises_with_the_contract_field_names() {
 #[test]
 fn links_and_control_characters_in_the_template_are_refused_with_every_problem() {
     let m = messages(render(
-        Some("URGENT {business_name}: your account is locked, verify at https://bit.ly/x9 now\u{7}. NON STOP {review_link}"),
+        Some(
+            "URGENT {business_name}: your account is locked, verify at https://bit.ly/x9 now\u{7}. NON STOP {review_link}",
+        ),
         "Al",
         "Acme",
         LINK,
