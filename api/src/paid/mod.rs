@@ -276,20 +276,18 @@ async fn repeat(state: &AppState, call_id: Uuid, deadline: Instant) -> Result<An
     match call.status.as_str() {
         status::COMPLETED => return Ok(Answer::Replay(call_id)),
         status::UNPAID => return Ok(Answer::Unpaid(unpaid_code(&call))),
-        status::FAILED => {
-            // Paid for and failed: run it again at no charge. The reopen checks the payment in
-            // the same statement and lets only one of concurrent retries through.
-            if ledger::reopen_failed(&state.db, call_id)
-                .await
-                .map_err(internal)?
-            {
-                tracing::info!(%call_id, "re-running a failed paid call for free");
-                after_settled(state, &call).await.map_err(internal)?;
-            }
-        }
-        // Settling, pending or running: wait for the same outcome. A lost job is the recovery
-        // sweep's to push again.
         _ => {}
+    }
+    // Paid for and failed: run it again at no charge. The reopen checks the payment in the same
+    // statement and lets only one of concurrent retries through. Settling, pending or running
+    // calls are waited for; a lost job is the recovery sweep's to push again.
+    if call.status == status::FAILED
+        && ledger::reopen_failed(&state.db, call_id)
+            .await
+            .map_err(internal)?
+    {
+        tracing::info!(%call_id, "re-running a failed paid call for free");
+        after_settled(state, &call).await.map_err(internal)?;
     }
     let outcome = wait::until_final(&state.db, &state.completions, call_id, deadline)
         .await

@@ -57,7 +57,7 @@ pub async fn give_back(db: &impl ConnectionTrait, call_id: Uuid) -> Result<(), D
     phone_mark::Entity::update_many()
         .col_expr(
             phone_mark::Column::LastAt,
-            Expr::col(phone_mark::Column::PreviousAt).into(),
+            Expr::col(phone_mark::Column::PreviousAt),
         )
         .col_expr(
             phone_mark::Column::PreviousAt,
