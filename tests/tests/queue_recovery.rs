@@ -386,3 +386,123 @@ async fn a_worker_that_cannot_get_back_to_redis_exits_non_zero() {
         gone.elapsed().as_secs_f64()
     );
 }
+
+/// A worker's own `/readyz`.
+async fn worker_ready(http: &reqwest::Client, health: &str) -> bool {
+    match http.get(format!("http://{health}/readyz")).send().await {
+        Ok(r) => r.status() == 200,
+        Err(_) => false,
+    }
+}
+
+#[tokio::test]
+async fn a_killed_workers_jobs_spread_over_the_others_and_run_once_more() {
+    const CALLS: usize = 6;
+    let mut rig = rig(false, 60).await;
+    let model = Duration::from_secs(4);
+    rig.paid.llm.script(vec![Reply::Slow(model); CALLS * 2]);
+    // The first worker takes every call (it is alone), then two more join.
+    let mut calls = Vec::new();
+    for _ in 0..CALLS {
+        let body = new_question();
+        let payment = rig
+            .paid
+            .payment_for(PATH, &body, grove_tests::x402::PayOptions::default())
+            .await;
+        calls.push(rig.paid.spawn_paid_call(PATH, &body, &payment));
+    }
+    wait_until("every call at the model", async || {
+        rig.paid.llm.received() == CALLS
+    })
+    .await;
+    let mut others = Vec::new();
+    for _ in 0..2 {
+        let health = format!("127.0.0.1:{}", free_port());
+        let child = rig
+            .paid
+            .start_worker_process_with(&[("WORKER_HEALTH_ADDR", &health)]);
+        others.push((child, health));
+    }
+    for (_, health) in &others {
+        wait_until("another worker", async || {
+            worker_ready(&rig.http, health).await
+        })
+        .await;
+    }
+
+    let _ = rig.worker.kill();
+    let _ = rig.worker.wait();
+    let killed = Instant::now();
+    wait_until("the orphans back at the model", async || {
+        rig.paid.llm.received() == CALLS * 2
+    })
+    .await;
+    let rerun_after = killed.elapsed();
+    // Who holds them now: each live worker's in-flight set (the killed one's still holds its
+    // six until Redis expires it; the api's recovery sweep may have pushed the re-runs first).
+    let client = redis::Client::open(rig.redis.url()).expect("client");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("redis");
+    let namespace = rig.paid.env["QUEUE_NAMESPACE"].clone();
+    let config = grove_common::queue::redis_config(&grove_common::jobs::coaching_queue(&namespace));
+    let now = chrono::Utc::now().timestamp();
+    let live: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+        .arg(config.workers_set())
+        .arg(now - 4)
+        .arg("+inf")
+        .query_async(&mut conn)
+        .await
+        .expect("live workers");
+    assert_eq!(live.len(), 2, "{live:?}");
+    let mut held = Vec::new();
+    for name in live {
+        let n: usize = redis::cmd("SCARD")
+            .arg(format!("{}:{name}", config.inflight_jobs_set()))
+            .query_async(&mut conn)
+            .await
+            .expect("SCARD");
+        held.push(n);
+    }
+    held.sort_unstable();
+    // Each call's re-run (and, once the killed worker's name expired, its orphaned job, which
+    // finds the re-run's live lease and calls no model).
+    assert!(held.iter().sum::<usize>() >= CALLS, "{held:?}");
+    assert_eq!(
+        held.len(),
+        2,
+        "both surviving workers took orphans: {held:?}"
+    );
+    assert!(held[0] >= 2, "spread, not one batch: {held:?}");
+
+    for call in calls {
+        let response = tokio::time::timeout(Duration::from_secs(40), call)
+            .await
+            .expect("answered")
+            .expect("task")
+            .expect("response");
+        assert_eq!(response.status(), 200);
+    }
+    let answered_after = killed.elapsed();
+    assert_eq!(
+        rig.paid.llm.completed(),
+        CALLS,
+        "one answer billed per call"
+    );
+    assert_eq!(
+        rig.paid.llm.received(),
+        CALLS * 2,
+        "two model calls per paid call: the killed one and its re-run"
+    );
+    for (mut child, _) in others {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    eprintln!(
+        "worker SIGKILL with {CALLS} calls in flight: orphans spread {held:?}, re-run at the model {:.2}s and all answered {:.2}s after the kill (model {:.0}s)",
+        rerun_after.as_secs_f64(),
+        answered_after.as_secs_f64(),
+        model.as_secs_f64()
+    );
+}

@@ -4,8 +4,10 @@
 //! takes a whole backlog (orphans re-queued after a crash come back as one batch, and the next
 //! crash catches them all again). `FairFetch` arms a consumer for one job per signal: a wake-up
 //! published on the queue's channel (after every push, and after every job a consumer takes,
-//! since more may be waiting) or its own poll tick. Every worker hears the same wake-ups, so a
-//! backlog drains about one job per worker per round, spread across workers.
+//! since more may be waiting) or its own poll tick. Every worker hears the same wake-ups, and a
+//! worker that just took a job waits `COOLDOWN` before it takes another, so the others get
+//! their turn: a backlog drains in rounds of about one job per worker, spread across workers.
+//! The price is a ceiling of one job per `COOLDOWN` per worker and queue (100 per second).
 
 use apalis_core::{
     backend::{Backend, BackendConfig, WireFormatBackend},
@@ -13,6 +15,8 @@ use apalis_core::{
 };
 use redis::{AsyncCommands, aio::ConnectionManager};
 use std::{
+    future::Future,
+    pin::Pin,
     sync::{Arc, Mutex, PoisonError},
     task::{Context, Poll},
     time::Duration,
@@ -81,12 +85,17 @@ impl WakeFeed {
     }
 }
 
+/// How long a worker that took a job leaves the next one to the others.
+pub const COOLDOWN: Duration = Duration::from_millis(10);
+
 /// A Redis backend (fetching one job at a time: batch size 1) that fetches only when armed.
 pub struct FairFetch<B> {
     backend: B,
     tick: tokio::time::Interval,
     wake: mpsc::UnboundedReceiver<()>,
     armed: bool,
+    /// Set after taking a job: no fetch before it fires.
+    cooldown: Option<Pin<Box<tokio::time::Sleep>>>,
     announce: Announce,
 }
 
@@ -126,6 +135,7 @@ impl<B> FairFetch<B> {
             tick,
             wake,
             armed: true,
+            cooldown: None,
             announce: Announce { conn, channel },
         }
     }
@@ -158,11 +168,18 @@ impl<B: Backend> Backend for FairFetch<B> {
         if !self.armed {
             return Poll::Pending;
         }
+        if let Some(cooldown) = self.cooldown.as_mut() {
+            if cooldown.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.cooldown = None;
+        }
         // Disarmed only after taking a job: with a batch size of one, the inner backend then
         // holds nothing and has no fetch in flight, so stopping here abandons nothing.
         let next = self.backend.poll_next(cx, worker);
         if let Poll::Ready(Some(Ok(_))) = &next {
             self.armed = false;
+            self.cooldown = Some(Box::pin(tokio::time::sleep(COOLDOWN)));
             self.announce.send();
         }
         next
