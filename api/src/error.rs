@@ -26,7 +26,7 @@ pub enum ApiError {
     /// 404: nothing here.
     #[error("not found")]
     NotFound,
-    /// 405: the path exists, the method does not.
+    /// 405: the path exists, the method does not (the router adds the route's own `Allow`).
     #[error("method not allowed")]
     MethodNotAllowed,
     /// 413: body over the limit.
@@ -39,9 +39,13 @@ pub enum ApiError {
     #[error("the request does not match its schema")]
     Validation(Vec<Violation>),
     /// 422: the review request's consent is missing, in the future, too old, or of an unknown
-    /// method (every problem of the body is listed).
+    /// method, and the body has no other kind of problem.
     #[error("the consent does not allow this message")]
     ConsentInvalid(Vec<Violation>),
+    /// 422: problems of more than one kind in one body (say, a stale consent and a link
+    /// shortener). The code is the general `invalid_request`; each detail carries its own code.
+    #[error("the request has problems of more than one kind; each detail carries its own code")]
+    InvalidRequest(Vec<Problem>),
     /// 409: the recipient opted out of messages.
     #[error("the recipient has opted out of messages")]
     RecipientOptedOut,
@@ -99,7 +103,57 @@ pub enum ApiError {
     Internal(String),
 }
 
+/// The kind of one problem found in a request body: the code its detail carries, and the code of
+/// the whole 422 when every problem is of this kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// `validation_failed`: the schema, or a rule it cannot state.
+    Validation,
+    /// `consent_invalid`.
+    Consent,
+}
+
+impl ProblemKind {
+    pub fn code(self) -> &'static str {
+        match self {
+            ProblemKind::Validation => "validation_failed",
+            ProblemKind::Consent => "consent_invalid",
+        }
+    }
+}
+
+/// One problem of a body, with its kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub kind: ProblemKind,
+    pub violation: Violation,
+}
+
+/// A detail of an error body: `{path, message}`, plus `code` on the 422s that list problems.
+fn detail(v: &Violation, code: Option<&str>) -> serde_json::Value {
+    match code {
+        Some(code) => json!({"path": v.path, "message": v.message, "code": code}),
+        None => json!({"path": v.path, "message": v.message}),
+    }
+}
+
 impl ApiError {
+    /// The 422 for a body's problems (at least one). A single kind keeps its own code
+    /// (`validation_failed` or `consent_invalid`), so clients written against it keep working;
+    /// several kinds answer `invalid_request`. Either way every detail carries its own code.
+    pub fn unprocessable(problems: Vec<Problem>) -> ApiError {
+        let all = |kind| problems.iter().all(|p| p.kind == kind);
+        let violations =
+            |problems: Vec<Problem>| problems.into_iter().map(|p| p.violation).collect();
+        if all(ProblemKind::Validation) {
+            ApiError::Validation(violations(problems))
+        } else if all(ProblemKind::Consent) {
+            ApiError::ConsentInvalid(violations(problems))
+        } else {
+            ApiError::InvalidRequest(problems)
+        }
+    }
+
     fn status(&self) -> StatusCode {
         match self {
             ApiError::InvalidJson(_) => StatusCode::BAD_REQUEST,
@@ -118,7 +172,9 @@ impl ApiError {
             | ApiError::RecipientOptedOut
             | ApiError::CooldownActive { .. }
             | ApiError::AlreadyFinal(_) => StatusCode::CONFLICT,
-            ApiError::ConsentInvalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::ConsentInvalid(_) | ApiError::InvalidRequest(_) => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::UpstreamFailed { .. } => StatusCode::BAD_GATEWAY,
             ApiError::StillRunning { .. } | ApiError::SettlementPending { .. } => {
@@ -147,6 +203,7 @@ impl ApiError {
             ApiError::IdempotencyKeyReused => "idempotency_key_reused",
             ApiError::RequestInProgress { .. } => "request_in_progress",
             ApiError::ConsentInvalid(_) => "consent_invalid",
+            ApiError::InvalidRequest(_) => "invalid_request",
             ApiError::RecipientOptedOut => "recipient_opted_out",
             ApiError::CooldownActive { .. } => "cooldown_active",
             ApiError::AlreadyFinal(_) => "not_cancellable",
@@ -160,16 +217,29 @@ impl ApiError {
         }
     }
 
-    fn message_and_details(&self) -> (String, Vec<Violation>) {
+    fn message_and_details(&self) -> (String, Vec<serde_json::Value>) {
+        let listed = |v: &[Violation], kind: ProblemKind| {
+            v.iter().map(|x| detail(x, Some(kind.code()))).collect()
+        };
         match self {
-            ApiError::ConsentInvalid(v) => (self.to_string(), v.clone()),
+            ApiError::ConsentInvalid(v) => (self.to_string(), listed(v, ProblemKind::Consent)),
             ApiError::Validation(v) => (
                 format!(
                     "the request does not match its schema ({} problem{})",
                     v.len(),
                     if v.len() == 1 { "" } else { "s" }
                 ),
-                v.clone(),
+                listed(v, ProblemKind::Validation),
+            ),
+            ApiError::InvalidRequest(problems) => (
+                format!(
+                    "the request has {} problems of more than one kind; each detail carries its own code",
+                    problems.len()
+                ),
+                problems
+                    .iter()
+                    .map(|p| detail(&p.violation, Some(p.kind.code())))
+                    .collect(),
             ),
             ApiError::ModeNotOffered {
                 coach,
@@ -181,12 +251,15 @@ impl ApiError {
                 ),
                 offered
                     .iter()
-                    .map(|m| Violation::new("/mode", *m))
+                    .map(|m| detail(&Violation::new("/mode", *m), None))
                     .collect(),
             ),
             ApiError::InvalidIdempotencyKey(why) => (
                 self.to_string(),
-                vec![Violation::new("/headers/Idempotency-Key", *why)],
+                vec![detail(
+                    &Violation::new("/headers/Idempotency-Key", *why),
+                    None,
+                )],
             ),
             ApiError::Internal(_) => (
                 "internal error; quote the request_id when reporting it".into(),
@@ -226,12 +299,7 @@ impl IntoResponse for ApiError {
         {
             response.headers_mut().insert(header::RETRY_AFTER, v);
         }
-        if status == StatusCode::METHOD_NOT_ALLOWED {
-            response.headers_mut().insert(
-                header::ALLOW,
-                HeaderValue::from_static("GET, POST, OPTIONS"),
-            );
-        }
+        // A 405's `Allow` is set by the router from the methods the matched route really has.
         response
     }
 }

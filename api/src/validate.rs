@@ -60,19 +60,3 @@ fn schema_violations(
         .ok_or_else(|| ApiError::Internal(format!("no schema registered for mode {mode_id}")))?;
     Ok(pair.request.violations(body))
 }
-
-/// Validates a review-request body against its published schema.
-pub fn action_request(schemas: &SchemaRegistry, body: &Value) -> Result<(), ApiError> {
-    if !body.is_object() {
-        return Err(ApiError::Validation(vec![Violation::new(
-            "",
-            "must be a JSON object",
-        )]));
-    }
-    let violations = schemas.action().request.violations(body);
-    if violations.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::Validation(violations))
-    }
-}

@@ -130,7 +130,7 @@ pub fn actions(config: &Config) -> Value {
             "headers": {
                 "X-PAYMENT": "x402 v1 payment (base64); PAYMENT-SIGNATURE for x402 v2",
                 "Idempotency-Key": "optional; a distinct key forces a genuine second send",
-                config.sandbox_header(): "1 or true for a free sample response (also ?sandbox=1)",
+                config.sandbox_header(): "1 or true (also ?sandbox=1): the same checks as the paid call, then a free sample built from your request; nothing sent or charged",
             },
         },
         "payment": payment(config, None),

@@ -2,8 +2,10 @@
 //! configuration, so the free endpoints serve bytes without re-serialising on every request.
 
 pub mod catalog;
+pub mod clients;
 pub mod openapi;
 pub mod pages;
+pub mod skill;
 
 use axum::body::Bytes;
 use grove_common::{
@@ -23,7 +25,6 @@ pub struct Published {
     pub actions_guide: String,
     pub skill: String,
     coaching_samples: HashMap<(&'static str, &'static str), Bytes>,
-    pub action_sample: Bytes,
 }
 
 fn bytes(value: &serde_json::Value) -> Bytes {
@@ -46,9 +47,8 @@ impl Published {
             well_known: bytes(&catalog::well_known(config)),
             agents_guide: pages::agents_guide(config),
             actions_guide: pages::actions_guide(config),
-            skill: pages::skill(config),
+            skill: skill::render(config),
             coaching_samples,
-            action_sample: bytes(&sandbox::review_request_sample()?),
         })
     }
 

@@ -1,5 +1,5 @@
-//! `POST /api/v1/actions/{slug}/call`: the review request. Validate, refuse what must not be
-//! sent (before any 402), then sandbox, or the paid flow.
+//! `POST /api/v1/actions/{slug}/call`: the review request. Validate and refuse what must not be
+//! sent (before any 402), then the sandbox's sample for this body, or the paid flow.
 
 use crate::{
     error::ApiError,
@@ -7,13 +7,11 @@ use crate::{
     paid::{self, Purchase, idempotency::Kind},
     review,
     state::AppState,
-    validate,
     x402::challenge::Offer,
 };
 use axum::{
-    Router,
+    Json, Router,
     extract::{Path, Request, State},
-    http::header,
     response::{IntoResponse, Response},
     routing::post,
 };
@@ -35,27 +33,21 @@ async fn call(
     let (parts, body) = request.into_parts();
     let key = IdempotencyKey::from_headers(&parts.headers)?;
     let body = extract::json_body(&parts.headers, body).await?;
-    // A consent the schema already rejects (say, an unknown method) is still a consent problem.
-    validate::action_request(&state.schemas, &body).map_err(|e| match e {
-        ApiError::Validation(v) if v.iter().any(|x| x.path.starts_with("/consent")) => {
-            ApiError::ConsentInvalid(v)
-        }
-        other => other,
-    })?;
-    if extract::wants_sandbox(&parts.headers, &parts.uri, &state.sandbox_header) {
-        return Ok((
-            [(header::CONTENT_TYPE, "application/json")],
-            state.published.action_sample.clone(),
-        )
-            .into_response());
-    }
+    // The sandbox refuses exactly what the paid call refuses: the same checks, in the same order.
+    let now = state.clock.now();
     let phone = review::pre_payment_checks(
+        &state.schemas,
         &state.db,
         &body,
-        state.clock.now(),
+        now,
         &state.config.public_base_url,
     )
     .await?;
+    if extract::wants_sandbox(&parts.headers, &parts.uri, &state.sandbox_header) {
+        let sample = review::sandbox::sample(&body, &phone, now, &state.config.public_base_url)
+            .map_err(ApiError::Validation)?;
+        return Ok(Json(sample).into_response());
+    }
     let cooldown_days = body
         .get("min_days_since_last_request")
         .and_then(serde_json::Value::as_i64)

@@ -29,15 +29,21 @@ async fn ready(State(state): State<AppState>) -> impl IntoResponse {
         }
     };
     let body = json!({"status": if ok { "ready" } else { "not_ready" }, "checks": {"database": check(&db), "queue": check(&queue)}});
-    (
-        if ok {
-            StatusCode::OK
-        } else {
-            StatusCode::SERVICE_UNAVAILABLE
-        },
-        Json(body),
-    )
+    if ok {
+        (StatusCode::OK, Json(body)).into_response()
+    } else {
+        // A load balancer or agent may come back soon: the checks are cheap.
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, READY_RETRY_AFTER_S)],
+            Json(body),
+        )
+            .into_response()
+    }
 }
+
+/// Seconds a client should wait before asking `/readyz` again after a 503.
+const READY_RETRY_AFTER_S: &str = "5";
 
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let depth = state.queue.depth().await;

@@ -1,0 +1,65 @@
+//! How to pay with the official x402 clients (npm `@x402/fetch`, PyPI `x402`), as code the
+//! guides and the skill file both show next to the raw curl flow. Each client reads the 402,
+//! signs the USDC authorization with the caller's key and retries with `PAYMENT-SIGNATURE`.
+
+/// Install line and program for `@x402/fetch` (TypeScript, Node 18+).
+pub fn typescript(url: &str, body: &str) -> (&'static str, String) {
+    (
+        "npm install @x402/fetch @x402/evm viem",
+        format!(
+            r#"import {{ x402Client, wrapFetchWithPayment }} from "@x402/fetch";
+import {{ ExactEvmScheme }} from "@x402/evm/exact/client";
+import {{ privateKeyToAccount }} from "viem/accounts";
+
+// The key's account pays: it needs USDC on Base.
+const signer = privateKeyToAccount(process.env.EVM_PRIVATE_KEY);
+const client = new x402Client();
+client.register("eip155:*", new ExactEvmScheme(signer));
+const fetchWithPayment = wrapFetchWithPayment(fetch, client);
+
+// Gets the 402, signs exactly the amount asked, retries with PAYMENT-SIGNATURE.
+const res = await fetchWithPayment("{url}", {{
+  method: "POST",
+  headers: {{
+    "content-type": "application/json",
+    "Idempotency-Key": "my-unique-key-1",
+  }},
+  body: JSON.stringify({body}),
+}});
+console.log(res.status, await res.json());"#
+        ),
+    )
+}
+
+/// Install line and program for the `x402` package (Python 3.10+, httpx).
+pub fn python(url: &str, body: &str) -> (&'static str, String) {
+    (
+        r#"pip install "x402[httpx,evm]" eth-account"#,
+        format!(
+            r#"import asyncio, json, os
+from eth_account import Account
+from x402 import x402Client
+from x402.http.clients import x402HttpxClient
+from x402.mechanisms.evm import EthAccountSigner
+from x402.mechanisms.evm.exact.register import register_exact_evm_client
+
+BODY = json.loads(r'''{body}''')
+
+async def main():
+    # The key's account pays: it needs USDC on Base.
+    account = Account.from_key(os.environ["EVM_PRIVATE_KEY"])
+    client = x402Client()
+    register_exact_evm_client(client, EthAccountSigner(account))
+    async with x402HttpxClient(client) as http:
+        # Gets the 402, signs exactly the amount asked, retries with PAYMENT-SIGNATURE.
+        res = await http.post(
+            "{url}",
+            json=BODY,
+            headers={{"Idempotency-Key": "my-unique-key-1"}},
+        )
+        print(res.status_code, res.json())
+
+asyncio.run(main())"#
+        ),
+    )
+}
