@@ -1,0 +1,110 @@
+//! Retrying paid clients: one signed authorization each, the identical request again on 409,
+//! 5xx, 504 and transport errors until a 200, a final answer or the bound.
+
+use grove_tests::x402::decode_b64_json;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+#[derive(Default, Clone)]
+pub struct Outcome {
+    pub started: Option<Instant>,
+    pub ok_at: Option<Instant>,
+    /// The `id` of the 200 body (a review request's tracking id).
+    pub id: Option<String>,
+    /// Status of the last answer (0: transport error) when the client stopped without a 200.
+    pub last: Option<u16>,
+    pub attempts: u32,
+    pub nonce: String,
+}
+
+pub fn retryable(status: u16) -> bool {
+    status == 0 || status == 409 || status >= 500
+}
+
+pub async fn call_until_done(
+    client: reqwest::Client,
+    url: String,
+    body: String,
+    payment: String,
+    bound: Duration,
+) -> Outcome {
+    let nonce = decode_b64_json(&payment)
+        .pointer("/payload/authorization/nonce")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let mut out = Outcome {
+        nonce,
+        started: Some(Instant::now()),
+        ..Default::default()
+    };
+    let give_up = Instant::now() + bound;
+    loop {
+        out.attempts += 1;
+        let sent = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("payment-signature", &payment)
+            .body(body.clone())
+            .send()
+            .await;
+        let (status, wait, answer) = match sent {
+            Ok(r) => {
+                let s = r.status().as_u16();
+                let retry_after = r
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+                let answer = r.bytes().await.unwrap_or_default();
+                (s, retry_after.map(Duration::from_secs), answer)
+            }
+            Err(_) => (0, None, Default::default()),
+        };
+        if status == 200 {
+            out.ok_at = Some(Instant::now());
+            out.id = serde_json::from_slice::<Value>(&answer)
+                .ok()
+                .and_then(|v| v["id"].as_str().map(str::to_owned));
+            out.last = None;
+            return out;
+        }
+        out.last = Some(status);
+        if !retryable(status) || Instant::now() >= give_up {
+            return out;
+        }
+        let pause = wait.unwrap_or(Duration::from_millis(500));
+        tokio::time::sleep(pause.min(give_up.saturating_duration_since(Instant::now()))).await;
+    }
+}
+
+/// A business time zone whose local time is mid-day now, so quiet hours defer no text.
+/// (Standard offsets; good enough outside the hour around a DST change.)
+pub fn daytime_zone() -> &'static str {
+    use chrono::Timelike;
+    let utc = chrono::Utc::now().hour() as i64;
+    let zones = [
+        ("America/New_York", -5),
+        ("America/Chicago", -6),
+        ("America/Denver", -7),
+        ("America/Los_Angeles", -8),
+        ("Pacific/Honolulu", -10),
+        ("Asia/Tokyo", 9),
+        ("Europe/Berlin", 1),
+    ];
+    zones
+        .iter()
+        .find(|(_, off)| (11..=17).contains(&(utc + off).rem_euclid(24)))
+        .map_or("America/Chicago", |(z, _)| z)
+}
+
+/// Deterministic pseudo-random numbers for fault scripts (xorshift64).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn percent(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % 100
+    }
+}
