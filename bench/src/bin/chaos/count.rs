@@ -5,7 +5,7 @@ use crate::{Args, Fault, client::Outcome};
 use grove_tests::twilio::Received;
 use serde_json::Value;
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     fmt::Write as _,
     path::{Path, PathBuf},
     time::{Duration, Instant},
@@ -27,6 +27,8 @@ pub struct Recorded {
     pub untexted: Vec<String>,
     /// Model requests: when, and for which call.
     pub arrivals: Vec<(Instant, Option<usize>)>,
+    /// Arrivals (by index) the model answered before the worker went away.
+    pub answered: HashSet<usize>,
     pub fault_ends: Vec<Instant>,
     /// Processes that exited by themselves (and were restarted).
     pub exits: Vec<String>,
@@ -245,8 +247,16 @@ fn worst_rerun(c: &Recorded, model_calls: &[usize], first_model: &[Option<Instan
     let models: Vec<String> = c
         .arrivals
         .iter()
-        .filter(|(_, r)| *r == Some(i))
-        .map(|(at, _)| secs(*at))
+        .enumerate()
+        .filter(|(_, (_, r))| *r == Some(i))
+        .map(|(n, (at, _))| {
+            let cut = if c.answered.contains(&n) {
+                ""
+            } else {
+                " (cut)"
+            };
+            format!("{}{cut}", secs(*at))
+        })
         .collect();
     let kills: Vec<String> = c
         .fault_ends
@@ -255,7 +265,7 @@ fn worst_rerun(c: &Recorded, model_calls: &[usize], first_model: &[Option<Instan
         .map(|at| secs(*at))
         .collect();
     format!(
-        "slowest re-run (call {i}): model requests at [{}] s, kills at [{}] s, result at {} s",
+        "slowest re-run (call {i}): model requests at [{}] s (cut: its worker went away before the answer), kills at [{}] s, result at {} s",
         models.join(", "),
         kills.join(", "),
         secs(result)

@@ -2,6 +2,7 @@
 
 use crate::{
     Args, Fault, KILL_EVERY, WORKERS,
+    client::Rng,
     procs::{Procs, Redis, lock, sigterm, wait_healthy},
 };
 use std::{
@@ -26,16 +27,23 @@ pub async fn inject(
     match fault {
         Fault::None | Fault::Facilitator => {}
         Fault::WorkerKills => {
-            // Kill one worker every 3 s (round robin) while calls arrive and a while after.
+            // Kill one worker every 3 s (round robin: always the longest-lived one; or at random)
+            // while calls arrive and a while after.
             let until = t0 + args.spread + Duration::from_secs(10);
+            let mut rng = Rng(0x2545_f491_4f6c_dd1d);
             let mut k = 0;
             let mut next = t0 + KILL_EVERY;
             while next < until && !done() {
                 tokio::time::sleep_until(next.into()).await;
+                let victim = if args.random_kills {
+                    rng.percent() as usize % WORKERS
+                } else {
+                    k % WORKERS
+                };
                 {
                     let mut p = lock(&procs);
-                    p.kill_worker(k % WORKERS);
-                    p.start_worker(k % WORKERS);
+                    p.kill_worker(victim);
+                    p.start_worker(victim);
                 }
                 lock(&ends).push(Instant::now());
                 k += 1;

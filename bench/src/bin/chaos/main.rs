@@ -2,7 +2,8 @@
 //! PostgreSQL) under faults, with retrying paid clients; prints one Markdown row per scenario.
 //!
 //! `cargo run --release -p grove-bench --bin chaos -- [--calls N] [--reviews N] [--model-ms MS]
-//!  [--spread-s S] [--bound-s S] [--deadline-s S] [--sweep-s S] [--only name,name]`
+//!  [--spread-s S] [--bound-s S] [--deadline-s S] [--sweep-s S] [--only name,name]
+//!  [--kill-order round-robin|random]`
 //!
 //! Needs PostgreSQL on 127.0.0.1:5432 (trust; a fresh database per scenario), `redis-server`
 //! and `redis-cli` on PATH (a private server per scenario on a free port with its own directory,
@@ -54,6 +55,8 @@ pub struct Args {
     pub deadline_s: u64,
     pub sweep_s: u64,
     pub only: Option<Vec<String>>,
+    /// Worker kills pick their victim at random instead of round robin.
+    pub random_kills: bool,
 }
 
 impl Args {
@@ -67,6 +70,7 @@ impl Args {
             deadline_s: 20,
             sweep_s: 5,
             only: None,
+            random_kills: false,
         };
         let argv: Vec<String> = std::env::args().skip(1).collect();
         for pair in argv.chunks(2) {
@@ -86,6 +90,7 @@ impl Args {
                 "--deadline-s" => a.deadline_s = n(),
                 "--sweep-s" => a.sweep_s = n(),
                 "--only" => a.only = Some(value.split(',').map(str::to_owned).collect()),
+                "--kill-order" => a.random_kills = value == "random",
                 _ => {
                     eprintln!("unknown flag {flag}; see the header of bench/src/bin/chaos.rs");
                     std::process::exit(2)

@@ -8,6 +8,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use std::{
+    collections::HashSet,
     sync::{Arc, Mutex},
     time::Instant,
 };
@@ -15,6 +16,8 @@ use std::{
 #[derive(Default)]
 pub struct ModelLog {
     pub arrivals: Mutex<Vec<(Instant, Option<usize>)>>,
+    /// Arrivals (by index) the model answered; the others lost their worker mid-request.
+    pub answered: Mutex<HashSet<usize>>,
 }
 
 pub struct Proxy {
@@ -31,7 +34,11 @@ pub fn call_ref(body: &[u8]) -> Option<usize> {
 }
 
 pub async fn forward(State(p): State<Arc<Proxy>>, uri: Uri, body: Bytes) -> Response {
-    lock(&p.log.arrivals).push((Instant::now(), call_ref(&body)));
+    let index = {
+        let mut arrivals = lock(&p.log.arrivals);
+        arrivals.push((Instant::now(), call_ref(&body)));
+        arrivals.len() - 1
+    };
     let sent = p
         .client
         .post(format!("{}{}", p.upstream, uri.path()))
@@ -43,6 +50,7 @@ pub async fn forward(State(p): State<Arc<Proxy>>, uri: Uri, body: Bytes) -> Resp
         Ok(r) => {
             let status = StatusCode::from_u16(r.status().as_u16()).unwrap_or(StatusCode::OK);
             let bytes = r.bytes().await.unwrap_or_default();
+            lock(&p.log.answered).insert(index);
             (status, [("content-type", "application/json")], bytes).into_response()
         }
         Err(_) => StatusCode::BAD_GATEWAY.into_response(),

@@ -302,6 +302,7 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
             messages,
             untexted,
             arrivals: lock(&model_log.arrivals).clone(),
+            answered: lock(&model_log.answered).clone(),
             fault_ends: lock(&fault_ends).clone(),
             exits,
             wall,
