@@ -79,7 +79,10 @@ pub enum ApiError {
     UpstreamFailed { receipt: serde_json::Value },
     /// 504: the deadline passed; the work goes on and the receipt tells its outcome.
     #[error("the work is still running; poll the receipt or retry the identical request")]
-    StillRunning { receipt: serde_json::Value },
+    StillRunning {
+        receipt: serde_json::Value,
+        retry_after_s: u64,
+    },
     /// 504: the settlement's outcome is not known yet; it is being reconciled. Never a 402: the
     /// money may have moved. The receipt tells the outcome; the identical retry waits or replays.
     #[error(
@@ -102,6 +105,11 @@ pub enum ApiError {
     #[error("internal error: {0}")]
     Internal(String),
 }
+
+/// Seconds a 503 asks a client to wait. What is not on sale (no wallet, no model provider) comes
+/// back with an operator's change and a restart, never within seconds: a short hint would only
+/// make agents poll.
+const NOT_ON_SALE_RETRY_AFTER_S: u64 = 300;
 
 /// The kind of one problem found in a request body: the code of the whole 422 when it is the
 /// body's only problem, and its detail's code when its rule has none more specific.
@@ -158,6 +166,20 @@ impl ApiError {
             }) => ApiError::ConsentInvalid(vec![violation]),
             Some(Problem { violation, .. }) => ApiError::Validation(vec![violation]),
             None => ApiError::Validation(vec![]),
+        }
+    }
+
+    /// The `Retry-After` of the answers where waiting can help, as the OpenAPI document lists
+    /// them (409 `request_in_progress`, 503, 504).
+    fn retry_after_s(&self) -> Option<u64> {
+        match self {
+            ApiError::RequestInProgress { retry_after_s }
+            | ApiError::StillRunning { retry_after_s, .. }
+            | ApiError::SettlementPending { retry_after_s, .. } => Some(*retry_after_s),
+            ApiError::Unavailable(_) | ApiError::PaymentsDisabled => {
+                Some(NOT_ON_SALE_RETRY_AFTER_S)
+            }
+            _ => None,
         }
     }
 
@@ -294,15 +316,14 @@ impl IntoResponse for ApiError {
             "request_id": request_id::current(),
         });
         if let ApiError::UpstreamFailed { receipt }
-        | ApiError::StillRunning { receipt }
+        | ApiError::StillRunning { receipt, .. }
         | ApiError::SettlementPending { receipt, .. } = &self
         {
             error["receipt"] = receipt.clone();
         }
         let mut response = (status, Json(json!({ "error": error }))).into_response();
-        if let ApiError::RequestInProgress { retry_after_s }
-        | ApiError::SettlementPending { retry_after_s, .. } = &self
-            && let Ok(v) = HeaderValue::from_str(&retry_after_s.to_string())
+        if let Some(seconds) = self.retry_after_s()
+            && let Ok(v) = HeaderValue::from_str(&seconds.to_string())
         {
             response.headers_mut().insert(header::RETRY_AFTER, v);
         }

@@ -310,7 +310,7 @@ pub fn document(config: &Config, schemas: &SchemaRegistry) -> Value {
             "parameters": rr_id,
             "responses": {
                 "200": {"description": "The cancelled request", "content": json_content(json!({"type": "object"}))},
-                "409": error_with_retry_after("not_cancellable: the request already finished"),
+                "409": error_response("not_cancellable: the request already finished"),
             },
         }), &[("404", "not_found")])},
         "/r/{token}": {"get": free_operation(json!({
