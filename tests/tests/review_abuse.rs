@@ -7,6 +7,7 @@ use chrono::{DateTime, Duration as Days, TimeZone, Utc};
 use grove_common::clock::Clock;
 use grove_tests::{
     action_body,
+    db::inject,
     paid::{Options, PaidApp, TWILIO_TOKEN, spawn_paid},
     twilio::{InboundSms, sign_webhook},
     x402::PayOptions,
@@ -173,6 +174,29 @@ async fn concurrent_requests_to_one_phone_inside_a_cooldown_sell_and_send_exactl
     assert_eq!(statuses, [200, 409, 409, 409, 409], "exactly one is sold");
     assert_eq!(rig.facilitator.transfers(), 1, "one charge");
     assert_eq!(texts(&rig).len(), 1, "one text");
+}
+
+#[tokio::test]
+async fn a_stop_that_lands_between_the_checks_and_settlement_is_never_charged() {
+    let rig = rig().await;
+    let phone = "+13125550190";
+    // The customer's STOP is recorded the moment the sale's call row is written: after every
+    // pre-payment check has passed, before the phone's mark and the settlement.
+    inject::after_insert(
+        &rig.db.url,
+        "calls",
+        &format!(
+            "INSERT INTO suppressions (phone, active, reason, updated_at) \
+             VALUES ('{phone}', TRUE, 'stop_keyword', '2026-11-16T20:00:00+00:00')"
+        ),
+    )
+    .await;
+    let r = rig.pay_and_call(PATH, &body_for(&rig, phone), None).await;
+    assert_eq!(r.status(), 409);
+    let error = r.json::<Value>().await.expect("json");
+    assert_eq!(error["error"]["code"], "recipient_opted_out", "{error}");
+    assert_eq!(rig.facilitator.settle_calls(), 0, "nothing charged");
+    assert!(texts(&rig).is_empty(), "nothing sent");
 }
 
 async fn post_inbound(rig: &PaidApp, params: &[(String, String)]) -> u16 {
