@@ -42,9 +42,9 @@ pub enum ApiError {
     /// method, and the body has no other kind of problem.
     #[error("the consent does not allow this message")]
     ConsentInvalid(Vec<Violation>),
-    /// 422: problems of more than one kind in one body (say, a stale consent and a link
+    /// 422: more than one problem in one review-request body (say, a stale consent and a link
     /// shortener). The code is the general `invalid_request`; each detail carries its own code.
-    #[error("the request has problems of more than one kind; each detail carries its own code")]
+    #[error("the request has several problems; each detail carries its own code")]
     InvalidRequest(Vec<Problem>),
     /// 409: the recipient opted out of messages.
     #[error("the recipient has opted out of messages")]
@@ -79,7 +79,10 @@ pub enum ApiError {
     UpstreamFailed { receipt: serde_json::Value },
     /// 504: the deadline passed; the work goes on and the receipt tells its outcome.
     #[error("the work is still running; poll the receipt or retry the identical request")]
-    StillRunning { receipt: serde_json::Value },
+    StillRunning {
+        receipt: serde_json::Value,
+        retry_after_s: u64,
+    },
     /// 504: the settlement's outcome is not known yet; it is being reconciled. Never a 402: the
     /// money may have moved. The receipt tells the outcome; the identical retry waits or replays.
     #[error(
@@ -103,8 +106,13 @@ pub enum ApiError {
     Internal(String),
 }
 
-/// The kind of one problem found in a request body: the code its detail carries, and the code of
-/// the whole 422 when every problem is of this kind.
+/// Seconds a 503 asks a client to wait. What is not on sale (no wallet, no model provider) comes
+/// back with an operator's change and a restart, never within seconds: a short hint would only
+/// make agents poll.
+const NOT_ON_SALE_RETRY_AFTER_S: u64 = 300;
+
+/// The kind of one problem found in a request body: the code of the whole 422 when it is the
+/// body's only problem, and its detail's code when its rule has none more specific.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProblemKind {
     /// `validation_failed`: the schema, or a rule it cannot state.
@@ -137,20 +145,41 @@ fn detail(v: &Violation, code: Option<&str>) -> serde_json::Value {
     }
 }
 
+/// A listed problem's detail: its rule's own code, else its kind's.
+fn problem_detail(v: &Violation, kind: ProblemKind) -> serde_json::Value {
+    detail(v, Some(v.code.unwrap_or(kind.code())))
+}
+
 impl ApiError {
-    /// The 422 for a body's problems (at least one). A single kind keeps its own code
-    /// (`validation_failed` or `consent_invalid`), so clients written against it keep working;
-    /// several kinds answer `invalid_request`. Either way every detail carries its own code.
-    pub fn unprocessable(problems: Vec<Problem>) -> ApiError {
-        let all = |kind| problems.iter().all(|p| p.kind == kind);
-        let violations =
-            |problems: Vec<Problem>| problems.into_iter().map(|p| p.violation).collect();
-        if all(ProblemKind::Validation) {
-            ApiError::Validation(violations(problems))
-        } else if all(ProblemKind::Consent) {
-            ApiError::ConsentInvalid(violations(problems))
-        } else {
-            ApiError::InvalidRequest(problems)
+    /// The 422 for a review-request body's problems (at least one). A lone problem keeps the
+    /// code clients know (`consent_invalid` for consent, else `validation_failed`); several
+    /// answer the general `invalid_request`. Either way each detail carries its own code
+    /// (`consent_too_old`, `link_shortener`, …: `grove_common::review::codes`).
+    pub fn unprocessable(mut problems: Vec<Problem>) -> ApiError {
+        if problems.len() > 1 {
+            return ApiError::InvalidRequest(problems);
+        }
+        match problems.pop() {
+            Some(Problem {
+                kind: ProblemKind::Consent,
+                violation,
+            }) => ApiError::ConsentInvalid(vec![violation]),
+            Some(Problem { violation, .. }) => ApiError::Validation(vec![violation]),
+            None => ApiError::Validation(vec![]),
+        }
+    }
+
+    /// The `Retry-After` of the answers where waiting can help, as the OpenAPI document lists
+    /// them (409 `request_in_progress`, 503, 504).
+    fn retry_after_s(&self) -> Option<u64> {
+        match self {
+            ApiError::RequestInProgress { retry_after_s }
+            | ApiError::StillRunning { retry_after_s, .. }
+            | ApiError::SettlementPending { retry_after_s, .. } => Some(*retry_after_s),
+            ApiError::Unavailable(_) | ApiError::PaymentsDisabled => {
+                Some(NOT_ON_SALE_RETRY_AFTER_S)
+            }
+            _ => None,
         }
     }
 
@@ -219,7 +248,7 @@ impl ApiError {
 
     fn message_and_details(&self) -> (String, Vec<serde_json::Value>) {
         let listed = |v: &[Violation], kind: ProblemKind| {
-            v.iter().map(|x| detail(x, Some(kind.code()))).collect()
+            v.iter().map(|x| problem_detail(x, kind)).collect()
         };
         match self {
             ApiError::ConsentInvalid(v) => (self.to_string(), listed(v, ProblemKind::Consent)),
@@ -233,12 +262,12 @@ impl ApiError {
             ),
             ApiError::InvalidRequest(problems) => (
                 format!(
-                    "the request has {} problems of more than one kind; each detail carries its own code",
+                    "the request has {} problems; each detail carries its own code",
                     problems.len()
                 ),
                 problems
                     .iter()
-                    .map(|p| detail(&p.violation, Some(p.kind.code())))
+                    .map(|p| problem_detail(&p.violation, p.kind))
                     .collect(),
             ),
             ApiError::ModeNotOffered {
@@ -287,15 +316,14 @@ impl IntoResponse for ApiError {
             "request_id": request_id::current(),
         });
         if let ApiError::UpstreamFailed { receipt }
-        | ApiError::StillRunning { receipt }
+        | ApiError::StillRunning { receipt, .. }
         | ApiError::SettlementPending { receipt, .. } = &self
         {
             error["receipt"] = receipt.clone();
         }
         let mut response = (status, Json(json!({ "error": error }))).into_response();
-        if let ApiError::RequestInProgress { retry_after_s }
-        | ApiError::SettlementPending { retry_after_s, .. } = &self
-            && let Ok(v) = HeaderValue::from_str(&retry_after_s.to_string())
+        if let Some(seconds) = self.retry_after_s()
+            && let Ok(v) = HeaderValue::from_str(&seconds.to_string())
         {
             response.headers_mut().insert(header::RETRY_AFTER, v);
         }

@@ -29,19 +29,39 @@ pub struct SchemaDoc {
     validator: Validator,
 }
 
-/// One problem found in a document, with a JSON-pointer path (CONTRACT 5).
+/// One problem found in a document, with a JSON-pointer path (CONTRACT 5), and the specific code
+/// of the rule it breaks where a rule names one (the review request's codes are listed in
+/// `review::codes`); a schema violation has none.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Violation {
     pub path: String,
     pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<&'static str>,
 }
+
+/// How a violated `pattern` is described, so a rule that explains the same value better can
+/// take its place.
+const PATTERN_MISMATCH: &str = "must match the pattern";
 
 impl Violation {
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             path: path.into(),
             message: message.into(),
+            code: None,
         }
+    }
+
+    /// The same problem, with the code of the rule it breaks.
+    pub fn with_code(mut self, code: &'static str) -> Self {
+        self.code = Some(code);
+        self
+    }
+
+    /// A schema `pattern` the value does not match (a rule may say in words what it means).
+    pub fn is_pattern_mismatch(&self) -> bool {
+        self.code.is_none() && self.message.starts_with(PATTERN_MISMATCH)
     }
 }
 
@@ -141,7 +161,7 @@ fn describe(at: &str, kind: &ValidationErrorKind) -> Vec<Violation> {
         K::Maximum { limit } => one(format!("must be at most {limit}")),
         K::ExclusiveMinimum { limit } => one(format!("must be greater than {limit}")),
         K::ExclusiveMaximum { limit } => one(format!("must be less than {limit}")),
-        K::Pattern { pattern } => one(format!("must match the pattern {pattern}")),
+        K::Pattern { pattern } => one(format!("{PATTERN_MISMATCH} {pattern}")),
         K::Format { format } => one(format!("must be a valid {format}")),
         K::UniqueItems => one("must not contain duplicate items".into()),
         K::MultipleOf { .. } => one("is not an allowed multiple".into()),

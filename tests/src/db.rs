@@ -102,3 +102,87 @@ impl Drop for TestDb {
         }
     }
 }
+
+/// Faults and interleavings a test injects into the database under the running system, as
+/// triggers (written once for each backend). They act inside the system's own statements, so a
+/// test can place an event exactly between two of them without timing anything.
+pub mod inject {
+    use sea_orm::ConnectionTrait;
+
+    fn is_postgres(url: &str) -> bool {
+        url.starts_with("postgres")
+    }
+
+    async fn run(url: &str, statements: &[String]) {
+        let db = grove_common::db::connect_url(url)
+            .await
+            .expect("test database");
+        for sql in statements {
+            db.execute_unprepared(sql)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+        let _ = db.close().await;
+    }
+
+    /// Every insert into `table` fails (until [`heal`]), as a lost connection or a full disk
+    /// would make it fail.
+    pub async fn fail_inserts(url: &str, table: &str) {
+        let name = format!("grove_fail_{table}");
+        let statements = if is_postgres(url) {
+            vec![
+                format!(
+                    "CREATE FUNCTION {name}() RETURNS trigger AS $$ BEGIN \
+                     RAISE EXCEPTION 'injected failure'; END $$ LANGUAGE plpgsql"
+                ),
+                format!(
+                    "CREATE TRIGGER {name} BEFORE INSERT ON {table} \
+                     FOR EACH ROW EXECUTE FUNCTION {name}()"
+                ),
+            ]
+        } else {
+            vec![format!(
+                "CREATE TRIGGER {name} BEFORE INSERT ON {table} \
+                 BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
+            )]
+        };
+        run(url, &statements).await;
+    }
+
+    /// Undoes [`fail_inserts`].
+    pub async fn heal(url: &str, table: &str) {
+        let name = format!("grove_fail_{table}");
+        let statements = if is_postgres(url) {
+            vec![
+                format!("DROP TRIGGER {name} ON {table}"),
+                format!("DROP FUNCTION {name}()"),
+            ]
+        } else {
+            vec![format!("DROP TRIGGER {name}")]
+        };
+        run(url, &statements).await;
+    }
+
+    /// Runs `statement` (valid SQL on both backends) right after each insert into `table`, in
+    /// the inserting transaction.
+    pub async fn after_insert(url: &str, table: &str, statement: &str) {
+        let name = format!("grove_after_{table}");
+        let statements = if is_postgres(url) {
+            vec![
+                format!(
+                    "CREATE FUNCTION {name}() RETURNS trigger AS $$ BEGIN {statement}; \
+                     RETURN NULL; END $$ LANGUAGE plpgsql"
+                ),
+                format!(
+                    "CREATE TRIGGER {name} AFTER INSERT ON {table} \
+                     FOR EACH ROW EXECUTE FUNCTION {name}()"
+                ),
+            ]
+        } else {
+            vec![format!(
+                "CREATE TRIGGER {name} AFTER INSERT ON {table} BEGIN {statement}; END"
+            )]
+        };
+        run(url, &statements).await;
+    }
+}

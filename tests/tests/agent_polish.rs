@@ -73,6 +73,34 @@ async fn a_405_carries_the_routes_real_allow_header() {
     }
 }
 
+/// `Retry-After` is documented only where the server sends it: 409 `request_in_progress`, 503
+/// (`unavailable`, `payments_disabled`, `/readyz` not ready) and 504 (`still_running`,
+/// `settlement_pending`); the tests of each answer check the header at run time. No operation
+/// documents a 429: the server rate-limits nothing.
+#[tokio::test]
+async fn retry_after_and_429_are_documented_only_as_the_server_sends_them() {
+    let app = spawn_app().await;
+    let doc = app.get_json("/api/v1/openapi.json").await;
+    for (path, method, op) in operations(&doc) {
+        for (status, response) in op["responses"].as_object().expect("responses") {
+            assert_ne!(status, "429", "{method} {path} documents a 429");
+            if response["headers"].get("Retry-After").is_some() {
+                let waiting_helps = match status.as_str() {
+                    "409" => response["description"]
+                        .as_str()
+                        .is_some_and(|d| d.contains("request_in_progress")),
+                    "503" | "504" => true,
+                    _ => false,
+                };
+                assert!(
+                    waiting_helps,
+                    "{method} {path} documents Retry-After on {status}"
+                );
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn every_operation_has_a_unique_operation_id() {
     let app = spawn_app().await;
@@ -103,8 +131,14 @@ async fn openapi_documents_client_errors_retry_after_readiness_and_the_phone() {
                 "free operation {method} {path} documents no 4xx"
             );
         }
-        for status in ["409", "429", "503"] {
-            if let Some(response) = responses.get(status) {
+        // Where waiting helps: a 409 for a request still in progress, and every 503.
+        for (status, response) in responses {
+            let waiting_helps = status == "503"
+                || (status == "409"
+                    && response["description"]
+                        .as_str()
+                        .is_some_and(|d| d.contains("request_in_progress")));
+            if waiting_helps {
                 assert!(
                     response["headers"]["Retry-After"].is_object(),
                     "{method} {path} {status} lacks Retry-After"

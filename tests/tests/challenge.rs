@@ -106,6 +106,14 @@ async fn a_payment_header_is_never_served_before_payments_land() {
     }
 }
 
+/// The `Retry-After` of an answer, in seconds.
+fn retry_after(r: &reqwest::Response) -> Option<u64> {
+    r.headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+}
+
 #[tokio::test]
 async fn without_a_pay_to_address_paid_endpoints_are_503_payments_disabled() {
     let app = spawn_app_with(&[], &["X402_PAY_TO"]).await;
@@ -116,6 +124,7 @@ async fn without_a_pay_to_address_paid_endpoints_are_503_payments_disabled() {
         let r = app.post_json(path, &body, &[]).await;
         assert_eq!(r.status(), 503, "{path}");
         assert!(r.headers().get("payment-required").is_none());
+        assert_eq!(retry_after(&r), Some(300), "{path}: when to look again");
         assert_eq!(
             r.json::<Value>().await.expect("json")["error"]["code"],
             "payments_disabled"
@@ -134,6 +143,7 @@ async fn without_a_model_coaching_is_not_sold_but_the_action_is() {
         )
         .await;
     assert_eq!(r.status(), 503);
+    assert_eq!(retry_after(&r), Some(300));
     assert_eq!(
         r.json::<Value>().await.expect("json")["error"]["code"],
         "unavailable"

@@ -181,6 +181,10 @@ async fn past_the_deadline_the_call_answers_504_with_a_receipt_and_finishes_late
     let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
     let r = rig.send_paid(PATH, &body, &payment, None).await;
     assert_eq!(r.status(), 504);
+    assert!(
+        r.headers().get("retry-after").is_some(),
+        "504 carries Retry-After as documented"
+    );
     let err = error_of(r).await;
     assert_eq!(err["error"]["code"], "still_running");
     let receipt_url = err["error"]["receipt"]["url"]

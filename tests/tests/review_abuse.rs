@@ -7,6 +7,7 @@ use chrono::{DateTime, Duration as Days, TimeZone, Utc};
 use grove_common::clock::Clock;
 use grove_tests::{
     action_body,
+    db::inject,
     paid::{Options, PaidApp, TWILIO_TOKEN, spawn_paid},
     twilio::{InboundSms, sign_webhook},
     x402::PayOptions,
@@ -76,6 +77,18 @@ async fn links_control_characters_and_look_alikes_are_refused_before_any_402() {
             "{business_name}: visit example . com {review_link}",
             "web address",
         ),
+        // "аррӏе.сом", every letter Cyrillic.
+        (
+            "/message/template",
+            "{business_name}: log in at \u{430}\u{440}\u{440}\u{4cf}\u{435}.\u{441}\u{43e}\u{43c} {review_link}",
+            "look-alike",
+        ),
+        // A Cyrillic "ЅТОР": a reply copied from it would be no keyword.
+        (
+            "/message/template",
+            "{business_name} {review_link} Reply \u{405}\u{422}\u{41e}\u{420} to opt out",
+            "look-alike",
+        ),
     ];
     for (path, template, needle) in cases {
         let mut body = body_for(&rig, "+13125550150");
@@ -115,14 +128,22 @@ async fn links_control_characters_and_look_alikes_are_refused_before_any_402() {
 #[tokio::test]
 async fn stop_in_another_sense_still_gets_the_opt_out_sentence() {
     let rig = rig().await;
-    let mut body = body_for(&rig, "+13125550151");
-    body["message"] =
-        json!({"template": "{business_name}: NON STOP thanks, {first_name}! {review_link}"});
-    let r = rig.pay_and_call(PATH, &body, None).await;
-    assert_eq!(r.status(), 200);
-    let sent = texts(&rig);
-    assert_eq!(sent.len(), 1);
-    assert!(sent[0].ends_with("Reply STOP to opt out."), "{}", sent[0]);
+    for (n, template) in [
+        "{business_name}: NON STOP thanks, {first_name}! {review_link}",
+        "{business_name}: {review_link} Reply STOP to opt in",
+        "{business_name}: {review_link} Reply STOP to cancel your booking",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut body = body_for(&rig, &format!("+1312555015{}", n + 1));
+        body["message"] = json!({ "template": template });
+        let r = rig.pay_and_call(PATH, &body, None).await;
+        assert_eq!(r.status(), 200);
+        let sent = texts(&rig);
+        assert_eq!(sent.len(), n + 1);
+        assert!(sent[n].ends_with("Reply STOP to opt out."), "{}", sent[n]);
+    }
 }
 
 #[tokio::test]
@@ -153,6 +174,29 @@ async fn concurrent_requests_to_one_phone_inside_a_cooldown_sell_and_send_exactl
     assert_eq!(statuses, [200, 409, 409, 409, 409], "exactly one is sold");
     assert_eq!(rig.facilitator.transfers(), 1, "one charge");
     assert_eq!(texts(&rig).len(), 1, "one text");
+}
+
+#[tokio::test]
+async fn a_stop_that_lands_between_the_checks_and_settlement_is_never_charged() {
+    let rig = rig().await;
+    let phone = "+13125550190";
+    // The customer's STOP is recorded the moment the sale's call row is written: after every
+    // pre-payment check has passed, before the phone's mark and the settlement.
+    inject::after_insert(
+        &rig.db.url,
+        "calls",
+        &format!(
+            "INSERT INTO suppressions (phone, active, reason, updated_at) \
+             VALUES ('{phone}', TRUE, 'stop_keyword', '2026-11-16T20:00:00+00:00')"
+        ),
+    )
+    .await;
+    let r = rig.pay_and_call(PATH, &body_for(&rig, phone), None).await;
+    assert_eq!(r.status(), 409);
+    let error = r.json::<Value>().await.expect("json");
+    assert_eq!(error["error"]["code"], "recipient_opted_out", "{error}");
+    assert_eq!(rig.facilitator.settle_calls(), 0, "nothing charged");
+    assert!(texts(&rig).is_empty(), "nothing sent");
 }
 
 async fn post_inbound(rig: &PaidApp, params: &[(String, String)]) -> u16 {
@@ -206,6 +250,11 @@ async fn plain_words_revoke_consent_and_other_replies_are_kept_for_the_business(
         "unsubscribe please",
         "don't text me again",
         "no more texts",
+        "take me off your list",
+        "leave me alone",
+        "revoke my consent",
+        "Don't message me",
+        "end these texts",
     ]
     .into_iter()
     .enumerate()
@@ -223,23 +272,32 @@ async fn plain_words_revoke_consent_and_other_replies_are_kept_for_the_business(
             "{reply}: the number is off sale"
         );
     }
-    // An ambiguous reply changes nothing and is shown to the business.
-    let phone = "+13125550170";
-    let id = paid_request(&rig, phone).await;
-    let reply = "Who is this? Stop by the shop tomorrow?";
-    assert_eq!(
-        post_inbound(&rig, &InboundSms::new(phone, reply).params()).await,
-        200
-    );
-    let v = view(&rig, &id).await;
-    assert_eq!(v["status"], "sent");
-    assert!(
-        v["events"].as_array().is_some_and(|e| e
-            .iter()
-            .any(|e| e["event"] == "reply_received" && e["detail"]["reply"] == reply)),
-        "{v}"
-    );
-    assert_eq!(offered(&rig, phone).await, 402);
+    // An ambiguous reply, or STOP in another sense, changes nothing and is shown to the business.
+    for (n, reply) in [
+        "Who is this? Stop by the shop tomorrow?",
+        "I can't stop smiling, thanks!",
+        "Don't stop, these are great",
+        "cancel my appointment",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let phone = format!("+1312555017{n}");
+        let id = paid_request(&rig, &phone).await;
+        assert_eq!(
+            post_inbound(&rig, &InboundSms::new(&phone, reply).params()).await,
+            200
+        );
+        let v = view(&rig, &id).await;
+        assert_eq!(v["status"], "sent", "{reply}");
+        assert!(
+            v["events"].as_array().is_some_and(|e| e
+                .iter()
+                .any(|e| e["event"] == "reply_received" && e["detail"]["reply"] == reply)),
+            "{v}"
+        );
+        assert_eq!(offered(&rig, &phone).await, 402, "{reply}");
+    }
 }
 
 #[tokio::test]

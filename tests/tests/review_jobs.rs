@@ -4,25 +4,28 @@
 //! SMS provider that holds its answer until the test lets it go, so the second run lands exactly
 //! while the first is inside the provider call.
 
-use chrono::{DateTime, TimeDelta, TimeZone, Utc};
+use chrono::TimeDelta;
 use grove_common::{
     clock::{Clock, ManualClock},
     completion::Completions,
     db::{
         calls,
-        entities::{call, consent, review_request},
+        entities::review_request,
         reviews::{self, ATTEMPT_STALE_AFTER, Attempt, NewMessage, status},
     },
     jobs::{ReviewJob, ReviewStep},
     queue::JobQueue,
 };
-use grove_tests::TestDb;
+use grove_tests::{
+    TestDb,
+    review::{afternoon, insert_request},
+};
 use grove_worker::{
     jobs::Deps,
     review::handle,
     sms::{OutgoingSms, SentSms, SmsError, SmsProvider},
 };
-use sea_orm::{ActiveValue::Set, DatabaseConnection, EntityTrait};
+use sea_orm::{ActiveValue::Set, EntityTrait};
 use serde_json::json;
 use std::{
     sync::{
@@ -69,13 +72,6 @@ struct Rig {
     _db: TestDb,
 }
 
-/// Monday 2026-11-16, 15:00 in New York: inside the quiet-hours window.
-fn afternoon() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 11, 16, 20, 0, 0)
-        .single()
-        .expect("valid instant")
-}
-
 /// A paid call and its review request, `scheduled` to go now, as the API leaves them.
 async fn rig() -> Rig {
     let test_db = TestDb::new().await;
@@ -84,7 +80,7 @@ async fn rig() -> Rig {
         .expect("database");
     grove_migrations::run(&db).await.expect("migrations");
     let now = afternoon();
-    let (call_id, review_id) = insert_request(&db, now).await;
+    let (call_id, review_id) = insert_request(&db, now, false).await;
     let clock = Arc::new(ManualClock::new(now));
     let sms = Arc::new(HeldProvider::default());
     let deps = Deps {
@@ -106,73 +102,6 @@ async fn rig() -> Rig {
         call_id,
         _db: test_db,
     }
-}
-
-async fn insert_request(db: &DatabaseConnection, now: DateTime<Utc>) -> (Uuid, String) {
-    let call_id = Uuid::now_v7();
-    call::Entity::insert(call::ActiveModel {
-        id: Set(call_id),
-        kind: Set("review_request".into()),
-        agent: Set(None),
-        mode: Set(None),
-        payer: Set("0x00000000000000000000000000000000000000aa".into()),
-        request_hash: Set(format!("hash-{call_id}")),
-        request: Set(json!({})),
-        status: Set(calls::status::PENDING.into()),
-        attempts: Set(0),
-        runs: Set(0),
-        error: Set(None),
-        receipt_id: Set(format!("rcpt_{call_id}")),
-        request_id: Set("req-test".into()),
-        created_at: Set(now),
-        updated_at: Set(now),
-        completed_at: Set(None),
-    })
-    .exec(db)
-    .await
-    .expect("call row");
-    let consent_id = Uuid::now_v7();
-    let phone = "+12125550177";
-    consent::Entity::insert(consent::ActiveModel {
-        id: Set(consent_id),
-        phone: Set(phone.into()),
-        business_name: Set("Harbor Physio".into()),
-        method: Set("web_form_checkbox".into()),
-        captured_at: Set(now - TimeDelta::days(30)),
-        source: Set("intake form checkbox".into()),
-        disclosure_text: Set(None),
-        created_at: Set(now),
-    })
-    .exec(db)
-    .await
-    .expect("consent row");
-    let review_id = format!("rr_test{}", call_id.simple());
-    review_request::Entity::insert(review_request::ActiveModel {
-        id: Set(review_id.clone()),
-        call_id: Set(call_id),
-        payer: Set("0x00000000000000000000000000000000000000aa".into()),
-        phone: Set(phone.into()),
-        first_name: Set("Dana".into()),
-        business_name: Set("Harbor Physio".into()),
-        review_url: Set("https://example.com/review".into()),
-        zone: Set("America/New_York".into()),
-        recipient_state: Set(Some("NY".into())),
-        consent_id: Set(consent_id),
-        template: Set(None),
-        follow_up_enabled: Set(false),
-        follow_up_after_hours: Set(72),
-        status: Set(status::SCHEDULED.into()),
-        send_at: Set(now),
-        follow_up_due_at: Set(None),
-        link_token: Set(format!("tok{}", call_id.simple())),
-        clicked_at: Set(None),
-        created_at: Set(now),
-        updated_at: Set(now),
-    })
-    .exec(db)
-    .await
-    .expect("review row");
-    (call_id, review_id)
 }
 
 fn send_job(rig: &Rig) -> ReviewJob {

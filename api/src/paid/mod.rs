@@ -23,7 +23,8 @@ use grove_common::{
     db::{
         calls::{self, status},
         entities::call,
-        phone_marks, reviews,
+        phone_marks::{self, Sale},
+        reviews,
     },
     jobs::{CoachingJob, ReviewJob, ReviewStep},
 };
@@ -144,20 +145,35 @@ pub async fn serve(
         } if held != request_hash => return Err(ApiError::IdempotencyKeyReused),
         Claim::Existing { call_id, .. } => repeat(state, call_id, deadline).await?,
         Claim::New(call) => {
-            if let Some((phone, days)) = &purchase.phone
-                && !phone_marks::take(&state.db, phone, call.id, state.clock.now(), *days)
-                    .await
-                    .map_err(internal)?
-            {
-                // Another request to this phone was sold inside the cooldown since our
-                // pre-payment check: this one is not sold (nothing was settled).
-                let not_sold = SettleOutcome::Refused {
-                    reason: "cooldown_active".into(),
+            if let Some((phone, days)) = &purchase.phone {
+                // Since the pre-payment checks another request to this phone may have been sold
+                // inside the cooldown, or the phone may have opted out: then this one is not
+                // sold, and nothing is settled.
+                let refusal = match phone_marks::take_for_sale(
+                    &state.db,
+                    phone,
+                    call.id,
+                    state.clock.now(),
+                    *days,
+                )
+                .await
+                .map_err(internal)?
+                {
+                    Sale::Marked => None,
+                    Sale::CooldownActive => {
+                        Some(("cooldown_active", ApiError::CooldownActive { days: *days }))
+                    }
+                    Sale::OptedOut => Some(("recipient_opted_out", ApiError::RecipientOptedOut)),
                 };
-                ledger::record_outcome(&state.db, call.id, &not_sold, chrono::Utc::now())
-                    .await
-                    .map_err(internal)?;
-                return Err(ApiError::CooldownActive { days: *days });
+                if let Some((reason, error)) = refusal {
+                    let not_sold = SettleOutcome::Refused {
+                        reason: reason.into(),
+                    };
+                    ledger::record_outcome(&state.db, call.id, &not_sold, chrono::Utc::now())
+                        .await
+                        .map_err(internal)?;
+                    return Err(error);
+                }
             }
             let outcome = state.settler.settle(&settle_request).await;
             state.metrics.settlement(outcome.label());

@@ -31,7 +31,7 @@ pub enum Answer {
     SettlementPending(Uuid),
 }
 
-/// Seconds a 409 asks the client to wait before retrying.
+/// Seconds a 409 or 504 asks the client to wait before retrying.
 const RETRY_AFTER_S: u64 = 2;
 
 impl Answer {
@@ -77,7 +77,10 @@ pub async fn render(
             let receipt = call
                 .map(|c| receipt::json(&c.receipt_id, c.created_at))
                 .unwrap_or_default();
-            return Err(ApiError::StillRunning { receipt });
+            return Err(ApiError::StillRunning {
+                receipt,
+                retry_after_s: RETRY_AFTER_S,
+            });
         }
         Answer::SettlementPending(id) => {
             let call = calls::load(&state.db, id).await.map_err(internal)?;

@@ -27,9 +27,14 @@ fn error_with_retry_after(description: &str) -> Value {
     response
 }
 
+/// The codes a 422's details carry, as the documents list them.
+fn detail_codes() -> String {
+    grove_common::review::codes::ALL.join(", ")
+}
+
 fn retry_after() -> Value {
     json!({"Retry-After": {
-        "description": "Seconds to wait before retrying, when waiting can help (request_in_progress, rate_limited, not ready, settlement_pending).",
+        "description": "Seconds to wait before retrying: request_in_progress, settlement_pending, unavailable, payments_disabled, and /readyz when not ready.",
         "schema": {"type": "integer", "minimum": 0},
     }})
 }
@@ -131,8 +136,7 @@ fn paid_operation(
             "409": error_with_retry_after("request_in_progress (with Retry-After), or an action refused before payment (recipient_opted_out, cooldown_active)."),
             "413": error_response("Body over 2 MiB."),
             "415": error_response("Content type is not application/json."),
-            "422": error_response("validation_failed (every violation with its JSON pointer), consent_invalid, or invalid_request when one body has problems of more than one kind; every detail carries its own code (validation_failed or consent_invalid). Also mode_not_offered, idempotency_key_reused, invalid_idempotency_key."),
-            "429": error_with_retry_after("rate_limited, with Retry-After."),
+            "422": error_response(&format!("validation_failed (every violation with its JSON pointer). On the review request: one problem keeps validation_failed (or consent_invalid for consent), more than one answers invalid_request, and every detail carries its own code ({}). Also mode_not_offered, idempotency_key_reused, invalid_idempotency_key.", detail_codes())),
             "502": error_response("upstream_failed after settlement; the body carries the receipt and a retry is free."),
             "503": error_with_retry_after("unavailable or payments_disabled; nothing was charged."),
             "504": error_with_retry_after("still_running or settlement_pending: the deadline passed; the body carries the receipt to poll."),
@@ -184,14 +188,14 @@ pub fn document(config: &Config, schemas: &SchemaRegistry) -> Value {
             "type": "object",
             "required": ["code", "message", "details", "request_id"],
             "properties": {
-                "code": {"type": "string", "description": "A 422 whose problems are all of one kind keeps that kind's code (validation_failed, consent_invalid); problems of several kinds answer invalid_request."},
+                "code": {"type": "string", "description": "On the review request, a 422 with one problem keeps validation_failed (consent_invalid for consent); more than one problem answers invalid_request."},
                 "message": {"type": "string"},
                 "details": {"type": "array", "items": {
                     "type": "object", "required": ["path", "message"],
                     "properties": {
                         "path": {"type": "string", "description": "JSON pointer"},
                         "message": {"type": "string"},
-                        "code": {"type": "string", "description": "On a 422 that lists problems: this problem's own code (validation_failed or consent_invalid)."},
+                        "code": {"type": "string", "description": format!("On a 422 that lists problems: this problem's own code, one of {}.", detail_codes())},
                     },
                 }},
                 "request_id": {"type": "string"},
@@ -306,7 +310,7 @@ pub fn document(config: &Config, schemas: &SchemaRegistry) -> Value {
             "parameters": rr_id,
             "responses": {
                 "200": {"description": "The cancelled request", "content": json_content(json!({"type": "object"}))},
-                "409": error_with_retry_after("not_cancellable: the request already finished"),
+                "409": error_response("not_cancellable: the request already finished"),
             },
         }), &[("404", "not_found")])},
         "/r/{token}": {"get": free_operation(json!({

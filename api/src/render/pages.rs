@@ -245,13 +245,16 @@ recipient's quiet hours. No SMS, no payment, nothing stored.</p>\n\
 
 const ERRORS_HTML: &str = "<h2 id=\"errors\">Errors</h2>\n<p>Every error except 402 has the body \
 <code>{\"error\":{\"code\",\"message\",\"details\":[{\"path\",\"message\"}],\"request_id\"}}</code>; \
-<code>details</code> lists every problem with a JSON pointer. A 422 whose problems are all of one kind keeps that kind's \
-code (<code>validation_failed</code>, <code>consent_invalid</code>); problems of several kinds in one body answer \
-<code>invalid_request</code>. Either way each detail carries its own <code>code</code>, so fix them all before retrying.</p>\n\
+<code>details</code> lists every problem with a JSON pointer. On the review request, a 422 with one problem keeps the \
+code clients know (<code>validation_failed</code>, or <code>consent_invalid</code> for consent); a body with more than \
+one problem answers <code>invalid_request</code>. Either way each detail carries its own <code>code</code> \
+(consent_invalid, consent_in_future, consent_too_old, send_at_out_of_range, phone_not_us, invalid_time_zone, \
+review_url_invalid, link_shortener, link_not_allowed, lookalike_characters, control_characters, template_invalid, \
+template_too_long, or validation_failed), so fix them all before retrying.</p>\n\
 <ul><li>400 invalid_json; 404 unknown_agent / not_found; 405 method_not_allowed (the <code>Allow</code> header lists the \
 route's methods); 413 payload_too_large (over 2 MiB); 415 unsupported_media_type</li>\
 <li>422 validation_failed / consent_invalid / invalid_request / mode_not_offered / invalid_idempotency_key / \
 idempotency_key_reused</li>\
 <li>409 request_in_progress (wait <code>Retry-After</code> seconds), recipient_opted_out, cooldown_active</li>\
-<li>503 unavailable / payments_disabled (nothing charged); 502 upstream_failed and 504 still_running (with a receipt; a \
+<li>503 unavailable / payments_disabled (nothing charged; <code>Retry-After</code> says when to look again); 502 upstream_failed and 504 still_running (with a receipt; a \
 retry is free)</li></ul>\n";

@@ -135,7 +135,7 @@ curl -si -X POST {call} -H 'content-type: application/json' \\
         ),
         (
             "8. Errors",
-            "Non-402 errors: `{\"error\":{\"code\",\"message\",\"details\":[{\"path\",\"message\",\"code\"}],\"request_id\"}}`. A 422 whose problems are all of one kind keeps that kind's code (`validation_failed`, `consent_invalid`); several kinds in one body answer `invalid_request`. Every detail carries its own `code`: fix every entry before retrying a 422. A 405 lists the route's methods in `Allow`.\n".to_owned(),
+            "Non-402 errors: `{\"error\":{\"code\",\"message\",\"details\":[{\"path\",\"message\",\"code\"}],\"request_id\"}}`. On the review request, a 422 with one problem keeps the code clients know (`validation_failed`, or `consent_invalid` for consent); more than one problem answers `invalid_request`. Every detail carries its own `code` (`consent_invalid`, `consent_in_future`, `consent_too_old`, `send_at_out_of_range`, `phone_not_us`, `invalid_time_zone`, `review_url_invalid`, `link_shortener`, `link_not_allowed`, `lookalike_characters`, `control_characters`, `template_invalid`, `template_too_long`, `validation_failed`): fix every entry before retrying a 422. `503` carries `Retry-After`. A 405 lists the route's methods in `Allow`.\n".to_owned(),
         ),
     ];
     let mut out = format!(

@@ -33,6 +33,7 @@ pub async fn pre_payment_checks(
         .pointer("/customer/phone")
         .and_then(Value::as_str)
         .unwrap_or_default();
+    // `problems` has refused every number that does not parse; this is the typed value.
     let phone = UsPhone::parse(raw)
         .map_err(|why| ApiError::Validation(vec![Violation::new("/customer/phone", why)]))?;
     let internal = |e: sea_orm::DbErr| ApiError::Internal(e.to_string());
@@ -58,7 +59,9 @@ pub async fn pre_payment_checks(
 
 /// Every problem of the body in one list, so one answer tells the caller all there is to fix:
 /// the schema's violations, then the rules a schema cannot state, less those at a path the
-/// schema already flagged (or under it). Consent problems are of their own kind.
+/// schema already flagged (or under it). A schema `pattern` the rules explain in words (the `+1`
+/// phone, `https://`) gives way to the rules' own problems at that path, with their codes.
+/// Consent problems are of their own kind.
 pub fn problems(
     schemas: &SchemaRegistry,
     body: &Value,
@@ -68,7 +71,9 @@ pub fn problems(
     if !body.is_object() {
         return vec![problem(Violation::new("", "must be a JSON object"))];
     }
+    let rules = review::validate_request(body, now, public_base_url);
     let mut found: Vec<Violation> = schemas.action().request.violations(body);
+    found.retain(|v| !(v.is_pattern_mismatch() && rules.iter().any(|r| r.path == v.path)));
     let flagged: Vec<String> = found.iter().map(|v| v.path.clone()).collect();
     let covered = |path: &str| {
         flagged.iter().any(|f| {
@@ -78,7 +83,7 @@ pub fn problems(
                     && path[f.len()..].starts_with('/'))
         })
     };
-    for v in review::validate_request(body, now, public_base_url) {
+    for v in rules {
         if !covered(&v.path) && !found.contains(&v) {
             found.push(v);
         }

@@ -41,7 +41,9 @@ pub fn sample(
         str_at("/customer/timezone"),
         str_at("/business/timezone").unwrap_or_default(),
     )
-    .map_err(|why| vec![Violation::new("/business/timezone", why)])?;
+    .map_err(|why| {
+        vec![Violation::new("/business/timezone", why).with_code(review::codes::INVALID_TIME_ZONE)]
+    })?;
     let send_at = str_at("/send_at")
         .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
         .map(|t| t.with_timezone(&Utc))

@@ -21,6 +21,7 @@ use grove_common::{
     review::keywords::{Keyword, classify, reads_as_opt_out},
     twilio,
 };
+use sea_orm::{ConnectionTrait, TransactionTrait};
 use serde_json::json;
 
 pub fn router() -> Router<AppState> {
@@ -83,7 +84,9 @@ fn twiml() -> Response {
 }
 
 /// Delivery reports only move a message (and its request) forward; duplicates and late reports
-/// change nothing.
+/// change nothing. The receipt that dedupes a report and everything the report changes are one
+/// transaction: a report that fails half-way leaves no receipt, so Twilio's retry (or the same
+/// report posted again) still applies, and one that finds no message yet is not used up.
 async fn status_callback(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -99,71 +102,32 @@ async fn status_callback(
     };
     let error_code = param(&params, "ErrorCode").and_then(|c| c.parse::<i32>().ok());
     let now = state.clock.now();
+    let txn = state.db.begin().await.map_err(internal)?;
     // The same report twice (a retry or a replay) is applied once.
-    if !webhook_receipts::first_time(&state.db, &format!("st:{sid}:{new_status}"), now)
+    if !webhook_receipts::first_time(&txn, &format!("st:{sid}:{new_status}"), now)
         .await
         .map_err(internal)?
     {
         return Ok(twiml());
     }
-    let Some(msg) = reported_message(&state, sid, &uri).await? else {
-        return Ok(twiml());
+    let report = Report {
+        sid,
+        new_status,
+        error_code,
+        now,
     };
-    let outcome_was_unknown = msg.status == reviews::UNKNOWN;
-    let Some(msg) = apply_report(&state.db, msg, new_status, sid, error_code, now)
-        .await
-        .map_err(internal)?
-    else {
-        return Ok(twiml());
-    };
-    let Some(req) = reviews::load(&state.db, &msg.request_id)
-        .await
-        .map_err(internal)?
-    else {
-        return Ok(twiml());
-    };
-    let detail =
-        json!({"message": msg.id, "provider_status": new_status, "error_code": error_code});
-    let initial = msg.kind == message_kind::INITIAL;
-    if outcome_was_unknown {
-        // The run that sent it died before Twilio answered, and the request ended `failed`
-        // rather than risk a second text. Its history now shows what became of the message;
-        // a first message that did go out resumes the request where the send would have left
-        // it, and the report below then moves it on (a delivery schedules the follow-up).
-        reviews::event(
-            &state.db,
-            &req.id,
-            "provider_reported_after_unknown",
-            detail.clone(),
-            now,
-        )
-        .await
-        .map_err(internal)?;
-        if initial && matches!(new_status, "sent" | "delivered") {
-            reviews::resume_after_unknown_send(&state.db, &req.id, detail.clone(), now)
-                .await
-                .map_err(internal)?;
+    match apply_status(&txn, &report, &uri).await.map_err(internal)? {
+        Applied::Nothing => {
+            // Dropping the transaction rolls the receipt back: nothing was used up.
+            Ok(twiml())
         }
-    }
-    match new_status {
-        "sent" if initial => {
-            reviews::advance(&state.db, &req.id, status::SENT, detail, now)
-                .await
-                .map_err(internal)?;
-        }
-        "delivered" if initial => {
-            if reviews::advance(&state.db, &req.id, status::DELIVERED, detail, now)
-                .await
-                .map_err(internal)?
-                && let Some(req) = reviews::load(&state.db, &req.id).await.map_err(internal)?
-                && let Some(due) = reviews::on_initial_delivered(&state.db, &req, now, now)
-                    .await
-                    .map_err(internal)?
-            {
+        Applied::Done { follow_up } => {
+            txn.commit().await.map_err(internal)?;
+            if let Some((review_id, due)) = follow_up {
                 // The fast path: a delayed job (Redis); the sweeper catches it otherwise.
                 let delay = (due - now).to_std().unwrap_or_default();
                 let job = ReviewJob {
-                    review_id: req.id.clone(),
+                    review_id,
                     step: ReviewStep::FollowUp,
                     request_id: crate::request_id::current(),
                 };
@@ -171,47 +135,114 @@ async fn status_callback(
                     tracing::warn!(error = %e, "could not schedule the follow-up job; the sweeper will");
                 }
             }
+            Ok(twiml())
+        }
+    }
+}
+
+/// One status report, as Twilio posted it.
+struct Report<'a> {
+    sid: &'a str,
+    new_status: &'a str,
+    error_code: Option<i32>,
+    now: chrono::DateTime<chrono::Utc>,
+}
+
+/// What a report changed.
+enum Applied {
+    /// No message of ours, or nothing new: keep no receipt.
+    Nothing,
+    /// Applied; a delivery of a first message may have scheduled the follow-up (request, due).
+    Done {
+        follow_up: Option<(String, chrono::DateTime<chrono::Utc>)>,
+    },
+}
+
+/// Applies a status report inside the caller's transaction.
+async fn apply_status(
+    db: &impl ConnectionTrait,
+    report: &Report<'_>,
+    uri: &Uri,
+) -> Result<Applied, sea_orm::DbErr> {
+    let Report {
+        sid,
+        new_status,
+        error_code,
+        now,
+    } = *report;
+    let Some(msg) = reported_message(db, sid, uri).await? else {
+        return Ok(Applied::Nothing);
+    };
+    let outcome_was_unknown = msg.status == reviews::UNKNOWN;
+    let Some(msg) = apply_report(db, msg, new_status, sid, error_code, now).await? else {
+        return Ok(Applied::Nothing);
+    };
+    let Some(req) = reviews::load(db, &msg.request_id).await? else {
+        return Ok(Applied::Done { follow_up: None });
+    };
+    let detail =
+        json!({"message": msg.id, "provider_status": new_status, "error_code": error_code});
+    let initial = msg.kind == message_kind::INITIAL;
+    if outcome_was_unknown {
+        // The run that sent it did not learn whether Twilio took it (it died mid-call, or Twilio
+        // answered a 5xx or not at all), and the request ended `failed` rather than risk a
+        // second text. Its history now shows what became of the message; a first message that
+        // did go out resumes the request where the send would have left it, and the report
+        // below then moves it on (a delivery schedules the follow-up).
+        reviews::event(
+            db,
+            &req.id,
+            "provider_reported_after_unknown",
+            detail.clone(),
+            now,
+        )
+        .await?;
+        if initial && matches!(new_status, "sent" | "delivered") {
+            reviews::resume_after_unknown_send(db, &req.id, detail.clone(), now).await?;
+        }
+    }
+    let mut follow_up = None;
+    match new_status {
+        "sent" if initial => {
+            reviews::advance(db, &req.id, status::SENT, detail, now).await?;
+        }
+        "delivered" if initial => {
+            if reviews::advance(db, &req.id, status::DELIVERED, detail, now).await?
+                && let Some(req) = reviews::load(db, &req.id).await?
+                && let Some(due) = reviews::on_initial_delivered(db, &req, now, now).await?
+            {
+                follow_up = Some((req.id.clone(), due));
+            }
         }
         "delivered" => {
-            reviews::advance(&state.db, &req.id, status::COMPLETED, detail, now)
-                .await
-                .map_err(internal)?;
+            reviews::advance(db, &req.id, status::COMPLETED, detail, now).await?;
         }
         "undelivered" | "failed" => {
             if error_code == Some(21610) {
-                reviews::set_suppression(&state.db, &req.phone, true, "provider_21610", now)
-                    .await
-                    .map_err(internal)?;
-                reviews::advance(&state.db, &req.id, status::OPTED_OUT, detail, now)
-                    .await
-                    .map_err(internal)?;
+                reviews::set_suppression(db, &req.phone, true, "provider_21610", now).await?;
+                reviews::advance(db, &req.id, status::OPTED_OUT, detail, now).await?;
             } else {
                 let to = if initial {
                     status::FAILED
                 } else {
                     status::COMPLETED
                 };
-                reviews::advance(&state.db, &req.id, to, detail, now)
-                    .await
-                    .map_err(internal)?;
+                reviews::advance(db, &req.id, to, detail, now).await?;
             }
         }
         _ => {}
     }
-    Ok(twiml())
+    Ok(Applied::Done { follow_up })
 }
 
 /// The message a status report is about: by Twilio's sid, or by the message id in the signed
 /// callback URL when Twilio reports before we stored its sid, or after a run died mid-call.
 async fn reported_message(
-    state: &AppState,
+    db: &impl ConnectionTrait,
     sid: &str,
     uri: &Uri,
-) -> Result<Option<review_message::Model>, ApiError> {
-    if let Some(msg) = reviews::message_by_provider_id(&state.db, sid)
-        .await
-        .map_err(internal)?
-    {
+) -> Result<Option<review_message::Model>, sea_orm::DbErr> {
+    if let Some(msg) = reviews::message_by_provider_id(db, sid).await? {
         return Ok(Some(msg));
     }
     let query: Vec<(String, String)> =
@@ -221,9 +252,8 @@ async fn reported_message(
     else {
         return Ok(None);
     };
-    Ok(reviews::message_by_id(&state.db, id)
-        .await
-        .map_err(internal)?
+    Ok(reviews::message_by_id(db, id)
+        .await?
         .filter(|m| m.provider_id.is_none()))
 }
 
@@ -231,7 +261,7 @@ async fn reported_message(
 /// (only one optimistic update wins), so a lost race is retried once on a fresh read; a
 /// duplicate or late report changes nothing.
 async fn apply_report(
-    db: &sea_orm::DatabaseConnection,
+    db: &impl ConnectionTrait,
     msg: review_message::Model,
     new_status: &str,
     sid: &str,
@@ -251,8 +281,11 @@ async fn apply_report(
     }
 }
 
-/// STOP and friends suppress the phone and end its pending requests; START lifts the
-/// suppression for future requests; HELP is recorded.
+/// STOP and friends (and plain-words revocations) suppress the phone and end its pending
+/// requests; START lifts the suppression for future requests; HELP and any other reply are
+/// recorded for the business. The receipt that dedupes the message by its `MessageSid` and its
+/// effects are one transaction: a failure half-way keeps no receipt, so Twilio's retry of a STOP
+/// is still acted on, while a replay of a handled message changes nothing.
 async fn inbound(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -264,14 +297,29 @@ async fn inbound(
         return Ok(twiml());
     };
     let now = state.clock.now();
+    let txn = state.db.begin().await.map_err(internal)?;
     // A replayed inbound message (an old signed STOP re-posted after a START) changes nothing.
     if let Some(sid) = param(&params, "MessageSid")
-        && !webhook_receipts::first_time(&state.db, &format!("in:{sid}"), now)
+        && !webhook_receipts::first_time(&txn, &format!("in:{sid}"), now)
             .await
             .map_err(internal)?
     {
         return Ok(twiml());
     }
+    apply_inbound(&txn, from, text, now)
+        .await
+        .map_err(internal)?;
+    txn.commit().await.map_err(internal)?;
+    Ok(twiml())
+}
+
+/// Acts on one inbound message inside the caller's transaction.
+async fn apply_inbound(
+    db: &impl ConnectionTrait,
+    from: &str,
+    text: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), sea_orm::DbErr> {
     let keyword = classify(text);
     // The FCC lets a consumer revoke consent by any reasonable means: plain words count too.
     let revoked = match keyword {
@@ -279,31 +327,23 @@ async fn inbound(
         Keyword::Other if reads_as_opt_out(text) => Some("plain_words_opt_out"),
         _ => None,
     };
-    let open = reviews::open_for_phone(&state.db, from)
-        .await
-        .map_err(internal)?;
+    let open = reviews::open_for_phone(db, from).await?;
     if let Some(reason) = revoked {
-        reviews::set_suppression(&state.db, from, true, reason, now)
-            .await
-            .map_err(internal)?;
+        reviews::set_suppression(db, from, true, reason, now).await?;
         let detail = if keyword == Keyword::OptOut {
             json!({"keyword": text.trim().to_uppercase()})
         } else {
             json!({"reply": text.trim()})
         };
         for req in open {
-            reviews::advance(&state.db, &req.id, status::OPTED_OUT, detail.clone(), now)
-                .await
-                .map_err(internal)?;
+            reviews::advance(db, &req.id, status::OPTED_OUT, detail.clone(), now).await?;
         }
         tracing::info!(reason, "recipient opted out");
-        return Ok(twiml());
+        return Ok(());
     }
     match keyword {
         Keyword::OptIn => {
-            reviews::set_suppression(&state.db, from, false, "start_keyword", now)
-                .await
-                .map_err(internal)?;
+            reviews::set_suppression(db, from, false, "start_keyword", now).await?;
         }
         Keyword::Help | Keyword::Other => {
             // HELP, or neither a keyword nor a revocation: kept for the business to read.
@@ -313,12 +353,10 @@ async fn inbound(
                 ("reply_received", json!({"reply": text.trim()}))
             };
             for req in open {
-                reviews::event(&state.db, &req.id, event, detail.clone(), now)
-                    .await
-                    .map_err(internal)?;
+                reviews::event(db, &req.id, event, detail.clone(), now).await?;
             }
         }
         Keyword::OptOut => {}
     }
-    Ok(twiml())
+    Ok(())
 }

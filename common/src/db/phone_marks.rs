@@ -1,14 +1,48 @@
 //! The per-phone sale mark behind the review cooldown (issue 10): taken in one statement, so
 //! concurrent requests to one phone inside a cooldown cannot all pass a check and then all buy.
 
-use super::entities::phone_mark;
+use super::{entities::phone_mark, reviews};
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveValue::Set,
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, ExprTrait, QueryFilter,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, ExprTrait, QueryFilter, TransactionTrait,
     sea_query::{Expr, OnConflict},
 };
 use uuid::Uuid;
+
+/// Whether a text to a phone may be sold, decided at the last step before settlement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sale {
+    /// The mark is ours: settle.
+    Marked,
+    /// Another request to the phone was sold inside the cooldown.
+    CooldownActive,
+    /// The phone opted out since the pre-payment checks (a STOP that landed meanwhile).
+    OptedOut,
+}
+
+/// Takes the phone's sale mark and re-reads the suppression list in one transaction, right
+/// before settlement (issue 10): the pre-payment checks ran earlier, and a STOP that landed since
+/// must not be charged and then refused at send time. The mark is taken first, so on SQLite the
+/// write lock is held while the list is read; on PostgreSQL the read sees every STOP committed
+/// before it. Either refusal rolls the mark back.
+pub async fn take_for_sale(
+    db: &sea_orm::DatabaseConnection,
+    phone: &str,
+    call_id: Uuid,
+    now: DateTime<Utc>,
+    days: i64,
+) -> Result<Sale, DbErr> {
+    let txn = db.begin().await?;
+    if !take(&txn, phone, call_id, now, days).await? {
+        return Ok(Sale::CooldownActive);
+    }
+    if reviews::is_suppressed(&txn, phone).await? {
+        return Ok(Sale::OptedOut);
+    }
+    txn.commit().await?;
+    Ok(Sale::Marked)
+}
 
 /// Marks a sale to `phone` by `call_id` at `now`, unless one was marked less than `days` ago
 /// (`days == 0`: no cooldown asked, the mark is always taken). False: the cooldown holds.

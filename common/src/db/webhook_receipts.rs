@@ -1,4 +1,6 @@
 //! Deduplication of Twilio webhooks: the first delivery of a key acts, every replay is ignored.
+//! The receipt is written in the same transaction as the webhook's effects (the api's webhook
+//! handlers), so a delivery that fails half-way, or finds nothing to act on, uses up no key.
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
@@ -6,7 +8,9 @@ use sea_orm::{
     sea_query::{Alias, OnConflict, Query},
 };
 
-/// Records `key`; true the first time it is seen.
+/// Records `key`; true the first time it is seen. Call it inside the transaction that applies
+/// the webhook: a concurrent delivery of the same key waits on the unique key until that
+/// transaction ends, and a rolled-back one leaves the key free for the retry.
 pub async fn first_time(
     db: &impl ConnectionTrait,
     key: &str,

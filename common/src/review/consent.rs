@@ -2,6 +2,7 @@
 //! they depend on the clock (CONTRACT 9). The sender bears the burden of proving consent, so stale
 //! or impossible evidence is refused before any payment is asked for.
 
+use super::codes;
 use crate::schema::Violation;
 use chrono::{DateTime, FixedOffset, Months, TimeDelta, Utc};
 use serde_json::Value;
@@ -55,15 +56,18 @@ pub fn check(consent: &Value, now: DateTime<Utc>) -> Vec<Violation> {
     };
     let at = at.with_timezone(&Utc);
     if at > now + CLOCK_SKEW {
-        out.push(Violation::new(AT, "is in the future"));
+        out.push(Violation::new(AT, "is in the future").with_code(codes::CONSENT_IN_FUTURE));
     }
     // Calendar months, so "18 months ago" means the same day of the month.
     let oldest = now.checked_sub_months(Months::new(MAX_CONSENT_AGE_MONTHS));
     if oldest.is_none_or(|oldest| at < oldest) {
-        out.push(Violation::new(
-            AT,
-            format!("is older than {MAX_CONSENT_AGE_MONTHS} months; capture consent again"),
-        ));
+        out.push(
+            Violation::new(
+                AT,
+                format!("is older than {MAX_CONSENT_AGE_MONTHS} months; capture consent again"),
+            )
+            .with_code(codes::CONSENT_TOO_OLD),
+        );
     }
     out
 }
@@ -82,10 +86,16 @@ pub fn check_send_at(send_at: Option<&str>, now: DateTime<Utc>) -> Vec<Violation
     };
     let at = at.with_timezone(&Utc);
     if at > now + MAX_SEND_AHEAD {
-        return vec![Violation::new(AT, "must be at most 30 days ahead")];
+        return vec![
+            Violation::new(AT, "must be at most 30 days ahead")
+                .with_code(codes::SEND_AT_OUT_OF_RANGE),
+        ];
     }
     if at < now - CLOCK_SKEW {
-        return vec![Violation::new(AT, "is in the past; omit it to send now")];
+        return vec![
+            Violation::new(AT, "is in the past; omit it to send now")
+                .with_code(codes::SEND_AT_OUT_OF_RANGE),
+        ];
     }
     Vec::new()
 }

@@ -2,6 +2,7 @@
 //! plain https page on a real domain: carriers filter public shorteners (sms.md 3.4), and
 //! credentials in a URL would be shown to every recipient.
 
+use super::codes::{LINK_SHORTENER, REVIEW_URL_INVALID};
 use crate::schema::Violation;
 use std::sync::LazyLock;
 use url::{Host, Url};
@@ -18,7 +19,8 @@ static SHORTENERS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
 
 /// Problems with `business.review_url`; the path is `/business/review_url`.
 pub fn check_review_url(raw: &str) -> Vec<Violation> {
-    let v = |msg: &str| vec![Violation::new(PATH, msg)];
+    let invalid = |msg: &str| Violation::new(PATH, msg).with_code(REVIEW_URL_INVALID);
+    let v = |msg: &str| vec![invalid(msg)];
     // The URL parser silently drops tabs and newlines; refuse them instead of redirecting to
     // something other than what the business typed.
     if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -29,30 +31,27 @@ pub fn check_review_url(raw: &str) -> Vec<Violation> {
     };
     let mut out = Vec::new();
     if url.scheme() != "https" {
-        out.push(Violation::new(PATH, "must use https"));
+        out.push(invalid("must use https"));
     }
     if !url.username().is_empty() || url.password().is_some() {
-        out.push(Violation::new(
-            PATH,
-            "must not contain a user name or password",
-        ));
+        out.push(invalid("must not contain a user name or password"));
     }
     match url.host() {
         Some(Host::Domain(host)) if host.trim_end_matches('.').contains('.') => {
             if let Some(s) = shortener(host) {
-                out.push(Violation::new(
-                    PATH,
-                    format!(
-                        "{s} is a public link shortener, which carriers filter; use the review \
-                         page's full URL (e.g. https://search.google.com/local/writereview?placeid=...)"
-                    ),
-                ));
+                out.push(
+                    Violation::new(
+                        PATH,
+                        format!(
+                            "{s} is a public link shortener, which carriers filter; use the review \
+                             page's full URL (e.g. https://search.google.com/local/writereview?placeid=...)"
+                        ),
+                    )
+                    .with_code(LINK_SHORTENER),
+                );
             }
         }
-        _ => out.push(Violation::new(
-            PATH,
-            "must name a public domain, not an IP address",
-        )),
+        _ => out.push(invalid("must name a public domain, not an IP address")),
     }
     out
 }

@@ -1,6 +1,7 @@
 //! The SMS text: the business's template (or ours), three tokens, and the opt-out sentence
 //! appended when the template carries no opt-out instruction (CONTRACT 9, sms.md 3.4).
 
+use super::codes;
 use super::encoding::{Encoding, measure};
 use crate::schema::Violation;
 use serde::{Deserialize, Serialize};
@@ -47,22 +48,28 @@ pub fn render(
         && screen::problems(business_name).is_empty()
         && !screen::problems(&joined).is_empty()
     {
-        return Err(vec![Violation::new(
-            PATH,
-            "the template and the names together form a web address; only {review_link} may \
-             carry a link",
-        )]);
+        return Err(vec![
+            Violation::new(
+                PATH,
+                "the template and the names together form a web address; only {review_link} may \
+                 carry a link",
+            )
+            .with_code(codes::LINK_NOT_ALLOWED),
+        ]);
     }
     let rendered = fill(&pieces, first_name, business_name, link);
     let length = rendered.body.chars().count();
     if length > MAX_CHARS {
-        return Err(vec![Violation::new(
-            PATH,
-            format!(
-                "the rendered message is {length} characters (with names, the link and the \
-                 opt-out sentence); the limit is {MAX_CHARS}"
-            ),
-        )]);
+        return Err(vec![
+            Violation::new(
+                PATH,
+                format!(
+                    "the rendered message is {length} characters (with names, the link and the \
+                     opt-out sentence); the limit is {MAX_CHARS}"
+                ),
+            )
+            .with_code(codes::TEMPLATE_TOO_LONG),
+        ]);
     }
     Ok(rendered)
 }
@@ -82,7 +89,10 @@ fn parse(template: &str) -> Result<Vec<Piece<'_>>, Vec<Violation>> {
         pieces.push(Piece::Text(&rest[..open]));
         let after = &rest[open + 1..];
         let Some(close) = after.find('}') else {
-            errors.push(Violation::new(PATH, "has a '{' that is never closed"));
+            errors.push(
+                Violation::new(PATH, "has a '{' that is never closed")
+                    .with_code(codes::TEMPLATE_INVALID),
+            );
             rest = "";
             break;
         };
@@ -96,7 +106,7 @@ fn parse(template: &str) -> Result<Vec<Piece<'_>>, Vec<Violation>> {
                      {{review_link}} may be used"
                 );
                 if !errors.iter().any(|e: &Violation| e.message == message) {
-                    errors.push(Violation::new(PATH, message));
+                    errors.push(Violation::new(PATH, message).with_code(codes::TEMPLATE_INVALID));
                 }
             }
         }
@@ -110,8 +120,8 @@ fn parse(template: &str) -> Result<Vec<Piece<'_>>, Vec<Violation>> {
             Piece::Token(_) => None,
         })
         .collect();
-    for problem in screen::problems(&literal.join(" ")) {
-        errors.push(Violation::new(PATH, problem));
+    for found in screen::problems(&literal.join(" ")) {
+        errors.push(found.at(PATH));
     }
     for (token, name) in [
         (Token::BusinessName, "{business_name}"),
@@ -121,7 +131,10 @@ fn parse(template: &str) -> Result<Vec<Piece<'_>>, Vec<Violation>> {
             .iter()
             .any(|p| matches!(p, Piece::Token(t) if *t == token))
         {
-            errors.push(Violation::new(PATH, format!("must contain {name}")));
+            errors.push(
+                Violation::new(PATH, format!("must contain {name}"))
+                    .with_code(codes::TEMPLATE_INVALID),
+            );
         }
     }
     if errors.is_empty() {
@@ -163,21 +176,38 @@ fn fill(pieces: &[Piece<'_>], first_name: &str, business_name: &str, link: &str)
     }
 }
 
-/// An opt-out instruction in that exact sense: STOP (any case) followed by "to" and an opt-out
-/// word ("Reply STOP to opt out", "Text stop to unsubscribe", "STOP to end"), or after "reply",
-/// "text", "txt", "send" or "respond" at the end of a sentence ("Reply STOP."). A word that merely
-/// contains STOP, or STOP in another sense ("NON STOP savings", "Stop by soon"), is none.
+/// An opt-out instruction in that exact sense: STOP as the word to send, followed by what sending
+/// it does, or ending the sentence after the verb that says to send it. Counted:
+/// "Reply STOP to opt out", "Text STOP to opt-out of these texts", "STOP to unsubscribe", "Reply
+/// STOP to cancel.", "Txt STOP to end messages", "Reply STOP to stop receiving texts", "Reply
+/// STOP." Not counted: "Reply STOP to opt in", "Reply STOP to cancel your booking", "Reply STOP to
+/// win a prize", "NON STOP savings", "Stop by soon", and a word that merely contains STOP.
 fn has_opt_out_instruction(text: &str) -> bool {
     const VERBS: [&str; 5] = ["reply", "text", "txt", "send", "respond"];
-    const ENDS: [&str; 8] = [
-        "opt",
-        "optout",
-        "unsubscribe",
-        "end",
-        "cancel",
-        "stop",
-        "quit",
-        "unsub",
+    // "to stop", "to end", "to cancel", "to quit": only alone or with the messages as object.
+    const STOP_VERBS: [&str; 4] = ["stop", "end", "cancel", "quit"];
+    const FILLERS: [&str; 9] = [
+        "all",
+        "these",
+        "the",
+        "our",
+        "my",
+        "future",
+        "further",
+        "more",
+        "receiving",
+    ];
+    const MESSAGES: [&str; 10] = [
+        "messages",
+        "message",
+        "msgs",
+        "texts",
+        "text",
+        "sms",
+        "alerts",
+        "reminders",
+        "notifications",
+        "msg",
     ];
     // Words with the punctuation that ends a sentence kept as a word of its own.
     let mut words: Vec<String> = Vec::new();
@@ -190,15 +220,27 @@ fn has_opt_out_instruction(text: &str) -> bool {
             words.push(".".into());
         }
     }
-    let is_end = |i: usize| ENDS.contains(&words.get(i).map(String::as_str).unwrap_or_default());
+    let at = |i: usize| words.get(i).map(String::as_str);
+    let sentence_ends = |i: usize| matches!(at(i), None | Some("."));
+    // What follows "STOP to": an opt-out in so many words, or stopping the messages.
+    let opts_out = |j: usize| match at(j) {
+        Some("optout" | "unsubscribe" | "unsub") => true,
+        Some("opt") => at(j + 1) == Some("out"),
+        Some(verb) if STOP_VERBS.contains(&verb) => {
+            let mut k = j + 1;
+            while at(k).is_some_and(|w| FILLERS.contains(&w)) {
+                k += 1;
+            }
+            (k == j + 1 && sentence_ends(k)) || at(k).is_some_and(|w| MESSAGES.contains(&w))
+        }
+        _ => false,
+    };
     words.iter().enumerate().any(|(i, w)| {
         if w != "stop" {
             return false;
         }
-        let after_to = words.get(i + 1).is_some_and(|n| n == "to") && is_end(i + 2);
         let after_verb = i > 0 && VERBS.contains(&words[i - 1].as_str());
-        // "STOP to opt out", or "Reply STOP" ending its sentence or followed by "to <end>".
-        after_to || (after_verb && matches!(words.get(i + 1).map(String::as_str), None | Some(".")))
+        (at(i + 1) == Some("to") && opts_out(i + 2)) || (after_verb && sentence_ends(i + 1))
     })
 }
 

@@ -10,6 +10,9 @@ use std::sync::LazyLock;
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct UsPhone(String);
 
+/// Why a number from another country is refused.
+pub const NOT_US: &str = "v1 serves only +1 (US) numbers";
+
 impl UsPhone {
     pub fn parse(raw: &str) -> Result<UsPhone, &'static str> {
         let digits = raw
@@ -21,9 +24,7 @@ impl UsPhone {
         if !(8..=15).contains(&digits.len()) || digits.starts_with('0') {
             return Err("must be E.164: '+', a country code not starting with 0, 8 to 15 digits");
         }
-        let national = digits
-            .strip_prefix('1')
-            .ok_or("v1 serves only +1 (US) numbers")?;
+        let national = digits.strip_prefix('1').ok_or(NOT_US)?;
         let b = national.as_bytes();
         if b.len() != 10 {
             return Err("a +1 number has exactly 10 digits after the +1");

@@ -2,6 +2,7 @@
 //! picks up anything due that a lost job missed. Every SMS is keyed by its message row, which
 //! exists before the provider is called, so a re-run never sends twice.
 
+mod failure;
 pub mod guard;
 pub mod sweep;
 
@@ -334,33 +335,7 @@ async fn deliver(
             )
             .await?;
         }
-        Err(e) => {
-            let code = error_code(&e);
-            reviews::message_status(&deps.db, &msg, "failed", None, code, now).await?;
-            if matches!(e, SmsError::OptedOut { .. }) {
-                reviews::set_suppression(&deps.db, &req.phone, true, "provider_21610", now).await?;
-                for open in reviews::open_for_phone(&deps.db, &req.phone).await? {
-                    reviews::advance(
-                        &deps.db,
-                        &open.id,
-                        status::OPTED_OUT,
-                        json!({"reason": "provider_opted_out", "code": 21610}),
-                        now,
-                    )
-                    .await?;
-                }
-            } else {
-                tracing::warn!(error = %e, "SMS send failed");
-                reviews::advance(
-                    &deps.db,
-                    &req.id,
-                    after_failure,
-                    json!({"reason": "provider_error", "code": code}),
-                    now,
-                )
-                .await?;
-            }
-        }
+        Err(e) => failure::record(deps, req, &msg, &e, after_failure, now).await?,
     }
     Ok(())
 }
@@ -386,10 +361,6 @@ async fn send_renewing_lease(
             }
         }
     }
-}
-
-fn error_code(e: &SmsError) -> Option<i32> {
-    e.code().and_then(|c| i32::try_from(c).ok())
 }
 
 /// Stores the paid call's result the first time the request reaches an outcome the caller can

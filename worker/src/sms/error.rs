@@ -43,6 +43,19 @@ pub enum SmsError {
 }
 
 impl SmsError {
+    /// True when the request reached Twilio and its answer was lost or was a server error (a 5xx,
+    /// a timeout, a body cut off): the message may be on its way, so the outcome is unknown and
+    /// the send must not be repeated; a status callback settles it.
+    pub fn may_have_been_sent(&self) -> bool {
+        matches!(
+            self,
+            SmsError::Transient {
+                may_have_been_sent: true,
+                ..
+            }
+        )
+    }
+
     /// The provider's error code, to store beside the failed message.
     pub fn code(&self) -> Option<u32> {
         match self {

@@ -1,10 +1,35 @@
 //! What a business may not put in the words we text for it (issue 10): only `{review_link}` may
 //! carry a link, so literal URLs, domains and shorteners are refused, and so are control and
 //! invisible characters and look-alike letters used to dodge that rule ("ｂｉｔ．ｌｙ", Cyrillic "о"
-//! in "gооgle.com", "bit[.]ly", "bit dot ly"). Carriers hold the sender of a phishing text to
-//! account; our number must not be one.
+//! in "gооgle.com", a wholly Cyrillic "аррӏе.сом", "bit[.]ly", "bit dot ly"), or to write a STOP
+//! that is no keyword. Carriers hold the sender of a phishing text to account; our number must
+//! not be one.
 
+use crate::review::codes;
+use crate::schema::Violation;
 use unicode_normalization::UnicodeNormalization;
+use unicode_security::confusable_detection::skeleton as confusable;
+
+/// One problem with a piece of text, and the code it carries in a 422.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl Finding {
+    fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The problem as a violation at `path`.
+    pub fn at(self, path: &str) -> Violation {
+        Violation::new(path, self.message).with_code(self.code)
+    }
+}
 
 /// Top-level domains that make an address when written right after a dot ("shop.online").
 /// Any other two-letter label there (a country code: "bit.ly", "t.co") counts too.
@@ -41,41 +66,119 @@ const SHORTENERS: &[&str] = &[
 ];
 
 /// Every problem with `text` (a template's literal words, or a name put into the message).
-pub fn problems(text: &str) -> Vec<String> {
+pub fn problems(text: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(c) = text.chars().find(|c| c.is_control() && *c != '\n') {
-        out.push(format!(
-            "contains a control character (U+{:04X}); only printable text and line breaks may be sent",
-            u32::from(c)
+        out.push(Finding::new(
+            codes::CONTROL_CHARACTERS,
+            format!(
+                "contains a control character (U+{:04X}); only printable text and line breaks \
+                 may be sent",
+                u32::from(c)
+            ),
         ));
     }
     if let Some(c) = text.chars().find(|c| is_invisible(*c)) {
-        out.push(format!(
-            "contains an invisible character (U+{:04X}), which could hide a link or a word",
-            u32::from(c)
+        out.push(Finding::new(
+            codes::CONTROL_CHARACTERS,
+            format!(
+                "contains an invisible character (U+{:04X}), which could hide a link or a word",
+                u32::from(c)
+            ),
         ));
     }
     if text
         .split(|c: char| !c.is_alphanumeric())
         .any(mixes_scripts)
     {
-        out.push(
+        out.push(Finding::new(
+            codes::LOOKALIKE_CHARACTERS,
             "mixes look-alike letters from another alphabet into a Latin word (e.g. a Cyrillic \
-             \u{43e} for o); write it in one alphabet"
-                .to_owned(),
-        );
-    }
-    let skeleton = skeleton(text);
-    if let Some(shortener) = SHORTENERS.iter().find(|s| contains_domain(&skeleton, s)) {
-        out.push(format!(
-            "contains a link shortener ({shortener}); links go only in {{review_link}}"
+             \u{43e} for o); write it in one alphabet",
         ));
-    } else if has_link(&skeleton) {
-        out.push(
+    }
+    let plain = skeleton(text);
+    if let Some(shortener) = SHORTENERS.iter().find(|s| contains_domain(&plain, s)) {
+        out.push(Finding::new(
+            codes::LINK_SHORTENER,
+            format!("contains a link shortener ({shortener}); links go only in {{review_link}}"),
+        ));
+    } else if has_link(&plain) {
+        out.push(Finding::new(
+            codes::LINK_NOT_ALLOWED,
             "contains a web address; links are not allowed in the text, only {review_link} may \
-             carry one"
-                .to_owned(),
-        );
+             carry one",
+        ));
+    } else if has_link(&skeleton(&as_latin(text))) {
+        out.push(Finding::new(
+            codes::LINK_NOT_ALLOWED,
+            "writes a web address in look-alike letters from another alphabet (e.g. a Cyrillic \
+             \u{430}\u{440}\u{440}\u{4cf}\u{435}.\u{441}\u{43e}\u{43c}); links go only in {review_link}",
+        ));
+    }
+    if let Some(word) = lookalike_keyword(text) {
+        out.push(Finding::new(
+            codes::LOOKALIKE_CHARACTERS,
+            format!(
+                "writes {word} in look-alike letters from another alphabet; a reply copied from \
+                 it would not be the keyword, so write it in Latin letters"
+            ),
+        ));
+    }
+    out
+}
+
+/// Reply keywords a customer might copy from the message (sms.md 2.3).
+const KEYWORDS: &[&str] = &[
+    "stop",
+    "stopall",
+    "unsubscribe",
+    "cancel",
+    "end",
+    "quit",
+    "revoke",
+    "optout",
+    "start",
+    "unstop",
+    "help",
+    "info",
+];
+
+/// A word that is not plain ASCII but reads as a reply keyword ("ЅТОР" in Cyrillic), upper-cased.
+fn lookalike_keyword(text: &str) -> Option<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_ascii())
+        .map(|w| as_latin(&w.nfkc().collect::<String>()))
+        .find(|w| KEYWORDS.contains(&w.as_str()))
+        .map(|w| w.to_uppercase())
+}
+
+/// Every non-ASCII character replaced by the ASCII it is confusable with under Unicode's UTS #39
+/// (the `unicode-security` crate of unicode-rs), lower-cased: Cyrillic "аррӏе" and Greek "αρρle"
+/// read "apple". The character's own skeleton is tried first, then its capital's, because UTS
+/// #39 maps some lower-case letters to IPA or small capitals rather than Latin (Cyrillic "м" to
+/// "ʍ", but "М" to "M"). Characters with no ASCII look-alike stay, and ASCII is left alone, so
+/// ordinary text reads as before (UTS #39 would turn "m" into "rn").
+fn as_latin(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii() {
+            out.push(c);
+            continue;
+        }
+        let upper: String = c.to_uppercase().collect();
+        let ascii = [c.to_string(), upper].into_iter().find_map(|form| {
+            let mapped: String = confusable(&form).collect();
+            (!mapped.is_empty()
+                && mapped
+                    .chars()
+                    .all(|m| m.is_ascii_alphanumeric() || m.is_ascii_punctuation()))
+            .then(|| mapped.to_ascii_lowercase())
+        });
+        match ascii {
+            Some(latin) => out.push_str(&latin),
+            None => out.push(c),
+        }
     }
     out
 }
@@ -183,6 +286,7 @@ fn contains_domain(skeleton: &str, domain: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::problems;
+    use crate::review::codes;
 
     #[test]
     fn plain_business_words_pass() {
@@ -214,16 +318,61 @@ mod tests {
         ] {
             assert!(!problems(text).is_empty(), "{text} passed");
         }
-        assert!(problems("visit bit.ly/x9")[0].contains("shortener"));
+        assert!(problems("visit bit.ly/x9")[0].message.contains("shortener"));
     }
 
     #[test]
     fn control_invisible_and_look_alike_characters_are_refused() {
-        assert!(problems("ring\u{7} ring")[0].contains("U+0007"));
-        assert!(problems("bit\u{200B}.ly")[0].contains("invisible"));
+        assert!(problems("ring\u{7} ring")[0].message.contains("U+0007"));
+        assert!(problems("bit\u{200B}.ly")[0].message.contains("invisible"));
         // "g\u{43e}\u{43e}gle" is Latin g and l with Cyrillic o's.
-        assert!(problems("g\u{43e}\u{43e}gle")[0].contains("alphabet"));
+        assert!(
+            problems("g\u{43e}\u{43e}gle")[0]
+                .message
+                .contains("alphabet")
+        );
         // A wholly Cyrillic word is a word, not a disguise.
         assert!(problems("\u{421}\u{43f}\u{430}\u{441}\u{438}\u{431}\u{43e}").is_empty());
+    }
+
+    #[test]
+    fn look_alike_links_and_keywords_in_another_alphabet_are_refused() {
+        for text in [
+            // "аррӏе.сом": every letter Cyrillic.
+            "log in at \u{430}\u{440}\u{440}\u{4cf}\u{435}.\u{441}\u{43e}\u{43c} now",
+            // Greek "αρρle.com" has Latin letters too; "τ.co" is a Greek t.
+            "\u{3b1}\u{3c1}\u{3c1}.com",
+            "see \u{3c4}.co/x9",
+            // Cyrillic "һттр://" and "віт.ӏу".
+            "\u{4bb}\u{442}\u{442}\u{440}://x",
+            "\u{432}\u{456}\u{442}.\u{4cf}\u{443}/x9",
+        ] {
+            assert!(!problems(text).is_empty(), "{text} passed");
+        }
+        let found = problems("\u{430}\u{440}\u{440}\u{4cf}\u{435}.\u{441}\u{43e}\u{43c}");
+        assert!(
+            found.len() == 1
+                && found[0].code == codes::LINK_NOT_ALLOWED
+                && found[0]
+                    .message
+                    .contains("web address in look-alike letters"),
+            "{found:?}"
+        );
+        // "ЅТОР" in Cyrillic: a reply copied from it is no STOP.
+        let found = problems("Reply \u{405}\u{422}\u{41e}\u{420} to opt out");
+        assert!(
+            found
+                .iter()
+                .any(|p| p.code == codes::LOOKALIKE_CHARACTERS && p.message.contains("writes STOP")),
+            "{found:?}"
+        );
+        // Real words in other alphabets, prices and abbreviations pass.
+        for text in [
+            "\u{421}\u{43f}\u{430}\u{441}\u{438}\u{431}\u{43e}, \u{442}.\u{435}. \u{43c}\u{430}\u{43c}\u{430}",
+            "\u{39a}\u{3b1}\u{3bb}\u{3b7}\u{3bc}\u{3ad}\u{3c1}\u{3b1}! \u{3ba}.\u{3bb}\u{3c0}.",
+            "Caf\u{e9} au lait for $12.50, stra\u{df}e 5.",
+        ] {
+            assert!(problems(text).is_empty(), "{text}: {:?}", problems(text));
+        }
     }
 }

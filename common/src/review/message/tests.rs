@@ -46,6 +46,12 @@ fn opt_out_sentence_is_appended_when_the_template_has_no_instruction() {
         "URGENT {business_name}: NON STOP savings {review_link}",
         "{business_name}: {review_link} STOP by again",
         "{business_name}: {review_link} Reply STOP to win a prize",
+        // STOP to do something else than opt out (issue 10).
+        "{business_name}: {review_link} Reply STOP to opt in",
+        "{business_name}: {review_link} Reply STOP to cancel your booking",
+        "{business_name}: {review_link} Reply STOP to end your visit early",
+        "{business_name}: {review_link} Text STOP to quit the waitlist.",
+        "{business_name}: {review_link} Reply STOP to optimise",
     ] {
         let r = render(Some(template), "Al", "Quick Stop", LINK).unwrap();
         assert!(
@@ -60,6 +66,12 @@ fn opt_out_sentence_is_appended_when_the_template_has_no_instruction() {
         "{business_name}: {review_link} Text stop to unsubscribe",
         "{business_name}: {review_link} Reply STOP to opt out",
         "{business_name}: {review_link} (reply stop.)",
+        "{business_name}: {review_link} Reply STOP to opt-out of these texts",
+        "{business_name}: {review_link} Msg&data rates may apply. Reply STOP to cancel.",
+        "{business_name}: {review_link} Txt STOP to end messages",
+        "{business_name}: {review_link} Reply STOP to stop receiving texts",
+        "{business_name}: {review_link} Reply STOP to opt out of future messages",
+        "{business_name}: {review_link} Reply STOP to unsubscribe from our list",
     ] {
         let r = render(Some(template), "Al", "Acme", LINK).unwrap();
         assert!(!r.body.contains(OPT_OUT_SENTENCE), "{template}");

@@ -1,0 +1,93 @@
+//! A review request as the API leaves it after a sale: a paid call, the customer's consent and
+//! the request, `scheduled` to go at `now`. Worker-level tests run the send job on it directly.
+
+use chrono::{DateTime, TimeDelta, TimeZone, Utc};
+use grove_common::db::{
+    calls,
+    entities::{call, consent, review_request},
+    reviews::status,
+};
+use sea_orm::{ActiveValue::Set, DatabaseConnection, EntityTrait, prelude::Uuid};
+use serde_json::json;
+
+/// The recipient of [`insert_request`], a New York number.
+pub const PHONE: &str = "+12125550177";
+
+/// Monday 2026-11-16, 15:00 in New York: inside the quiet-hours window.
+pub fn afternoon() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 16, 20, 0, 0)
+        .single()
+        .expect("valid instant")
+}
+
+/// Inserts a paid call and its review request to [`PHONE`] (consent a month old), with or
+/// without the follow-up; returns the call's id and the request's.
+pub async fn insert_request(
+    db: &DatabaseConnection,
+    now: DateTime<Utc>,
+    follow_up: bool,
+) -> (Uuid, String) {
+    let call_id = Uuid::now_v7();
+    call::Entity::insert(call::ActiveModel {
+        id: Set(call_id),
+        kind: Set("review_request".into()),
+        agent: Set(None),
+        mode: Set(None),
+        payer: Set("0x00000000000000000000000000000000000000aa".into()),
+        request_hash: Set(format!("hash-{call_id}")),
+        request: Set(json!({})),
+        status: Set(calls::status::PENDING.into()),
+        attempts: Set(0),
+        runs: Set(0),
+        error: Set(None),
+        receipt_id: Set(format!("rcpt_{call_id}")),
+        request_id: Set("req-test".into()),
+        created_at: Set(now),
+        updated_at: Set(now),
+        completed_at: Set(None),
+    })
+    .exec(db)
+    .await
+    .expect("call row");
+    let consent_id = Uuid::now_v7();
+    consent::Entity::insert(consent::ActiveModel {
+        id: Set(consent_id),
+        phone: Set(PHONE.into()),
+        business_name: Set("Harbor Physio".into()),
+        method: Set("web_form_checkbox".into()),
+        captured_at: Set(now - TimeDelta::days(30)),
+        source: Set("intake form checkbox".into()),
+        disclosure_text: Set(None),
+        created_at: Set(now),
+    })
+    .exec(db)
+    .await
+    .expect("consent row");
+    let review_id = format!("rr_test{}", call_id.simple());
+    review_request::Entity::insert(review_request::ActiveModel {
+        id: Set(review_id.clone()),
+        call_id: Set(call_id),
+        payer: Set("0x00000000000000000000000000000000000000aa".into()),
+        phone: Set(PHONE.into()),
+        first_name: Set("Dana".into()),
+        business_name: Set("Harbor Physio".into()),
+        review_url: Set("https://example.com/review".into()),
+        zone: Set("America/New_York".into()),
+        recipient_state: Set(Some("NY".into())),
+        consent_id: Set(consent_id),
+        template: Set(None),
+        follow_up_enabled: Set(follow_up),
+        follow_up_after_hours: Set(72),
+        status: Set(status::SCHEDULED.into()),
+        send_at: Set(now),
+        follow_up_due_at: Set(None),
+        link_token: Set(format!("tok{}", call_id.simple())),
+        clicked_at: Set(None),
+        created_at: Set(now),
+        updated_at: Set(now),
+    })
+    .exec(db)
+    .await
+    .expect("review row");
+    (call_id, review_id)
+}
