@@ -9,7 +9,7 @@ pub mod skill;
 
 use axum::body::Bytes;
 use grove_common::{
-    catalog::{COACHES, Coach, Mode},
+    catalog::{COACHES, Coach, CoachId, Mode, ModeId},
     config::Config,
     sandbox::{self, SandboxError},
     schema::SchemaRegistry,
@@ -24,7 +24,7 @@ pub struct Published {
     pub agents_guide: String,
     pub actions_guide: String,
     pub skill: String,
-    coaching_samples: HashMap<(&'static str, &'static str), Bytes>,
+    coaching_samples: HashMap<(CoachId, ModeId), Bytes>,
 }
 
 fn bytes(value: &serde_json::Value) -> Bytes {

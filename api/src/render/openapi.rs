@@ -155,18 +155,16 @@ pub fn document(config: &Config, schemas: &SchemaRegistry) -> Value {
     let mut mapping = Map::new();
     let mut prices = Map::new();
     for m in MODES.iter() {
-        let Some(pair) = schemas.mode(m.id) else {
-            continue;
-        };
+        let pair = schemas.mode(m.id);
         components.insert(format!("{}_request", m.id), pair.request.json().clone());
         components.insert(format!("{}_response", m.id), pair.response.json().clone());
         request_refs.push(schema_ref(&format!("{}_request", m.id)));
         response_refs.push(schema_ref(&format!("{}_response", m.id)));
         mapping.insert(
-            m.id.into(),
+            m.id.to_string(),
             json!(format!("#/components/schemas/{}_request", m.id)),
         );
-        prices.insert(m.id.into(), json!(m.price().to_string()));
+        prices.insert(m.id.to_string(), json!(m.price().to_string()));
     }
     let action = schemas.action();
     components.insert(

@@ -9,7 +9,7 @@ use axum::{
     response::{Html, IntoResponse, Response},
     routing::get,
 };
-use grove_common::catalog;
+use grove_common::catalog::{self, ModeId};
 
 fn json_bytes(bytes: Bytes) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], bytes).into_response()
@@ -41,7 +41,8 @@ async fn mode_schema(
     State(s): State<AppState>,
     Path((mode, file)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let pair = s.schemas.mode(&mode).ok_or(ApiError::UnknownMode(mode))?;
+    let mode = ModeId::parse(&mode).map_err(|_| ApiError::UnknownMode(mode))?;
+    let pair = s.schemas.mode(mode);
     match file.as_str() {
         "request.json" => Ok(schema_file(pair.request.raw())),
         "response.json" => Ok(schema_file(pair.response.raw())),

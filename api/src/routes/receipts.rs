@@ -8,7 +8,7 @@ use axum::{
 };
 use chrono::{SecondsFormat, Utc};
 use grove_common::{
-    catalog,
+    catalog::{self, ModeId},
     db::{
         calls,
         entities::{payment, receipt},
@@ -70,8 +70,8 @@ async fn show(
         .or_else(|| {
             call.mode
                 .as_deref()
-                .and_then(catalog::mode)
-                .map(|m| m.price())
+                .and_then(|m| ModeId::parse(m).ok())
+                .map(|m| catalog::mode(m).price())
         });
     Ok(Json(json!({
         "id": rec.id,
