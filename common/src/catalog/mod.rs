@@ -7,6 +7,7 @@ mod action;
 mod coaches;
 mod ids;
 mod modes;
+pub mod paths;
 
 pub use action::{Action, REVIEW_REQUEST};
 pub use coaches::COACHES;
@@ -104,11 +105,11 @@ impl Mode {
     }
 
     pub fn request_schema_path(&self) -> String {
-        format!("/api/v1/schemas/{}/request.json", self.id)
+        paths::fill(paths::MODE_REQUEST_SCHEMA, self.id.as_str())
     }
 
     pub fn response_schema_path(&self) -> String {
-        format!("/api/v1/schemas/{}/response.json", self.id)
+        paths::fill(paths::MODE_RESPONSE_SCHEMA, self.id.as_str())
     }
 }
 
@@ -135,7 +136,7 @@ impl Coach {
     }
 
     pub fn call_path(&self) -> String {
-        format!("/api/v1/agents/{}/call", self.id)
+        paths::agent_call(self.id)
     }
 
     /// The coach's modes joined with the catalog's mode records.

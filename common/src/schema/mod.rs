@@ -1,5 +1,8 @@
 //! The schema registry: the JSON Schema files in `schemas/`, embedded at compile time, compiled
 //! once at start-up, and used both to serve and to validate (what is published is what is enforced).
+//! The files themselves are generated from the catalog by [`generate`].
+
+pub mod generate;
 
 use crate::catalog::{ByMode, ModeId};
 use jsonschema::{Validator, error::ValidationErrorKind};
