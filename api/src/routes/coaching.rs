@@ -1,4 +1,5 @@
-//! `POST /api/v1/agents/{agent_id}/call`: validate, then sandbox, or the payment gate.
+//! `POST /api/v1/agents/{agent_id}/call` (`table::Op::CallAgent`): validate, then sandbox, or
+//! the payment gate.
 
 use crate::{
     error::ApiError,
@@ -9,20 +10,14 @@ use crate::{
     x402::challenge::Offer,
 };
 use axum::{
-    Router,
     extract::{Path, Request, State},
     http::header,
     response::{IntoResponse, Response},
-    routing::post,
 };
 use grove_common::catalog::{self, Coach, CoachId, Mode};
 use serde_json::json;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/agents/{agent_id}/call", post(call))
-}
-
-async fn call(
+pub(super) async fn call(
     State(state): State<AppState>,
     Path(agent_id): Path<String>,
     request: Request,

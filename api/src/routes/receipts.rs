@@ -2,9 +2,8 @@
 
 use crate::{error::ApiError, state::AppState};
 use axum::{
-    Json, Router,
+    Json,
     extract::{Path, State},
-    routing::get,
 };
 use chrono::{SecondsFormat, Utc};
 use grove_common::{
@@ -18,11 +17,7 @@ use grove_common::{
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/receipts/{id}", get(show))
-}
-
-async fn show(
+pub(super) async fn show(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {

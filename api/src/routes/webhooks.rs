@@ -4,12 +4,10 @@
 
 use crate::{error::ApiError, state::AppState};
 use axum::{
-    Router,
     body::Bytes,
     extract::State,
     http::{HeaderMap, Uri, header},
     response::{IntoResponse, Response},
-    routing::post,
 };
 use grove_common::{
     db::{
@@ -22,12 +20,6 @@ use grove_common::{
     twilio,
 };
 use serde_json::json;
-
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/webhooks/sms/status", post(status_callback))
-        .route("/webhooks/sms/inbound", post(inbound))
-}
 
 fn internal(e: sea_orm::DbErr) -> ApiError {
     ApiError::Internal(e.to_string())
@@ -84,7 +76,7 @@ fn twiml() -> Response {
 
 /// Delivery reports only move a message (and its request) forward; duplicates and late reports
 /// change nothing.
-async fn status_callback(
+pub(super) async fn status_callback(
     State(state): State<AppState>,
     headers: HeaderMap,
     uri: Uri,
@@ -253,7 +245,7 @@ async fn apply_report(
 
 /// STOP and friends suppress the phone and end its pending requests; START lifts the
 /// suppression for future requests; HELP is recorded.
-async fn inbound(
+pub(super) async fn inbound(
     State(state): State<AppState>,
     headers: HeaderMap,
     uri: Uri,
