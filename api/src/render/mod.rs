@@ -16,6 +16,36 @@ use grove_common::{
 };
 use std::collections::HashMap;
 
+/// A count as a word in running text ("seven coaches"); digits past twenty.
+pub fn number_word(n: usize) -> String {
+    const WORDS: [&str; 21] = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+    ];
+    WORDS
+        .get(n)
+        .map_or_else(|| n.to_string(), |w| (*w).to_owned())
+}
+
 pub struct Published {
     pub agents_catalog: Bytes,
     pub actions_catalog: Bytes,
@@ -55,5 +85,15 @@ impl Published {
     /// The sandbox envelope for a coach and one of its modes.
     pub fn coaching_sample(&self, coach: &Coach, mode: &Mode) -> Option<Bytes> {
         self.coaching_samples.get(&(coach.id, mode.id)).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts_read_as_words_up_to_twenty() {
+        assert_eq!(super::number_word(7), "seven");
+        assert_eq!(super::number_word(16), "sixteen");
+        assert_eq!(super::number_word(21), "21");
     }
 }

@@ -111,7 +111,7 @@ pub fn document(config: &Config, schemas: &SchemaRegistry) -> Value {
         "info": {
             "title": format!("{} growth coaching and paid actions", config.service_name),
             "version": "1.0.0",
-            "description": super::catalog::DESCRIPTION,
+            "description": super::catalog::description(),
         },
         "servers": [{"url": config.public_base_url}],
         "security": [],
