@@ -3,7 +3,7 @@
 
 use crate::error::ApiError;
 use grove_common::{
-    catalog::{self, Coach, MODES, Mode},
+    catalog::{self, Coach, MODES, Mode, ModeId},
     schema::{SchemaRegistry, Violation},
 };
 use serde_json::Value;
@@ -22,41 +22,37 @@ pub fn coaching_request(
         )]));
     }
     let requested = body.get("mode");
-    let Some(mode) = requested.and_then(Value::as_str).and_then(catalog::mode) else {
+    let parsed = requested
+        .and_then(Value::as_str)
+        .and_then(|m| ModeId::parse(m).ok());
+    let Some(mode) = parsed.map(catalog::mode) else {
         // No variant matches: check the rest of the body against any variant, then name the mode.
-        let mut violations = schema_violations(schemas, MODES[0].id, body)?;
+        let mut violations = schemas.mode(ModeId::ALL[0]).request.violations(body);
         violations.retain(|v| v.path != "/mode");
         let problem = match requested {
             None => "is required".to_owned(),
             Some(_) => format!(
                 "must be one of the sixteen mode ids: {}",
-                MODES.iter().map(|m| m.id).collect::<Vec<_>>().join(", ")
+                MODES
+                    .iter()
+                    .map(|m| m.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         };
         violations.insert(0, Violation::new("/mode", problem));
         return Err(ApiError::Validation(violations));
     };
-    let violations = schema_violations(schemas, mode.id, body)?;
+    let violations = schemas.mode(mode.id).request.violations(body);
     if !violations.is_empty() {
         return Err(ApiError::Validation(violations));
     }
     if !coach.offers(mode.id) {
         return Err(ApiError::ModeNotOffered {
-            coach: coach.id,
-            mode: mode.id.to_owned(),
-            offered: coach.modes.iter().map(|m| m.mode).collect(),
+            coach: coach.id.as_str(),
+            mode: mode.id.as_str().to_owned(),
+            offered: coach.modes.iter().map(|m| m.mode.as_str()).collect(),
         });
     }
     Ok(mode)
-}
-
-fn schema_violations(
-    schemas: &SchemaRegistry,
-    mode_id: &str,
-    body: &Value,
-) -> Result<Vec<Violation>, ApiError> {
-    let pair = schemas
-        .mode(mode_id)
-        .ok_or_else(|| ApiError::Internal(format!("no schema registered for mode {mode_id}")))?;
-    Ok(pair.request.violations(body))
 }

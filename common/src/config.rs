@@ -298,7 +298,7 @@ impl Config {
     }
 
     pub fn skill_path(&self) -> String {
-        format!("/skills/{}-x402/SKILL.md", self.service_name)
+        crate::catalog::paths::skill(&self.service_name)
     }
 
     pub fn absolute(&self, path: &str) -> String {

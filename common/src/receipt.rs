@@ -19,7 +19,7 @@ pub fn expires_at(created_at: DateTime<Utc>) -> DateTime<Utc> {
 }
 
 pub fn url(id: &str) -> String {
-    format!("/api/v1/receipts/{id}")
+    crate::catalog::paths::receipt(id)
 }
 
 /// The `receipt` object carried in every paid response.

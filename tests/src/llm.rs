@@ -34,8 +34,8 @@ pub fn caller_body(mode: &str) -> Value {
 
 /// The part of the sample envelope a model produces.
 pub fn model_answer(mode: &str) -> Value {
-    let m = catalog::mode(mode).expect("mode");
-    let coach = catalog::coaches_offering(mode).next().expect("coach");
+    let m = catalog::mode(mode.parse().expect("mode"));
+    let coach = catalog::coaches_offering(m.id).next().expect("coach");
     let mut v = sandbox::coaching_sample(coach, m).expect("sample");
     let obj = v.as_object_mut().expect("object");
     for k in ["agent", "mode", "usage", "receipt", "sandbox"] {
@@ -150,7 +150,7 @@ fn next(inner: &Inner, body: &Value) -> Reply {
 fn mode_from_text(text: &str) -> Option<&'static str> {
     let mut found: Vec<&'static str> = catalog::MODES
         .iter()
-        .map(|m| m.id)
+        .map(|m| m.id.as_str())
         .filter(|id| text.contains(id))
         .collect();
     found.sort_by_key(|id| std::cmp::Reverse(id.len()));

@@ -3,6 +3,7 @@
 
 use grove_tests::spawn_app;
 use serde_json::Value;
+use std::collections::BTreeSet;
 
 const PATHS: &[&str] = &[
     "/api/v1/agents",
@@ -88,6 +89,80 @@ async fn openapi_embeds_the_published_schemas_and_every_ref_resolves() {
         let pointer = r.strip_prefix('#').expect("local ref");
         assert!(doc.pointer(pointer).is_some(), "{r} does not resolve");
     }
+}
+
+/// `template` with every `{param}` replaced by a plausible value.
+fn filled(template: &str) -> String {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let close = rest[open..].find('}').map_or(rest.len(), |c| open + c);
+        out.push_str(&rest[..open]);
+        out.push_str(match &rest[open + 1..close] {
+            "id" => "rr_0000000000000000",
+            "mode" => "diagnose_growth",
+            "agent_id" => "mary",
+            _ => "x",
+        });
+        rest = rest.get(close + 1..).unwrap_or_default();
+    }
+    out.push_str(rest);
+    out
+}
+
+#[tokio::test]
+async fn the_router_serves_exactly_the_documented_paths_and_methods() {
+    let app = spawn_app().await;
+    let doc = app.get_json("/api/v1/openapi.json").await;
+    let paths = doc["paths"].as_object().expect("paths");
+    assert!(paths.len() >= 20, "{} paths", paths.len());
+    for (template, item) in paths {
+        let documented: BTreeSet<String> = item
+            .as_object()
+            .expect("path item")
+            .keys()
+            .map(|m| m.to_uppercase())
+            .collect();
+        // A method no operation uses: the router answers 405 for a path it has, naming the
+        // methods it really routes there, and 404 for a path it does not have.
+        let path = filled(template);
+        let r = app
+            .client
+            .request(reqwest::Method::DELETE, app.url(&path))
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(
+            r.status(),
+            405,
+            "{template} ({path}) is documented but not routed"
+        );
+        let allow: BTreeSet<String> = r
+            .headers()
+            .get("allow")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .split(',')
+            .map(|m| m.trim().to_owned())
+            .filter(|m| !m.is_empty())
+            .collect();
+        // A GET route also answers HEAD.
+        let mut expected = documented.clone();
+        if documented.contains("GET") {
+            expected.insert("HEAD".to_owned());
+        }
+        assert_eq!(
+            allow, expected,
+            "{template}: routed methods differ from the document"
+        );
+    }
+    let r = app
+        .client
+        .request(reqwest::Method::DELETE, app.url("/api/v1/undocumented"))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status(), 404);
 }
 
 fn collect_refs(v: &Value, out: &mut Vec<String>) {

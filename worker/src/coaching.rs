@@ -10,7 +10,7 @@ use crate::{
     prompts,
 };
 use grove_common::{
-    catalog::{self, MODES},
+    catalog::{self, ByMode, CoachId, MODES, ModeId},
     config::LlmProviderKind,
     db::{calls, entities::call},
     receipt,
@@ -18,7 +18,7 @@ use grove_common::{
 };
 use sea_orm::{DatabaseConnection, DbErr};
 use serde_json::{Value, json};
-use std::{collections::HashMap, sync::Arc};
+use std::sync::Arc;
 
 /// One first answer plus at most two re-asks.
 pub const MAX_MODEL_CALLS: usize = 3;
@@ -39,7 +39,7 @@ pub struct Engine {
     llm: Arc<dyn LlmProvider>,
     schemas: Arc<SchemaRegistry>,
     /// The schema each mode's answer is constrained to, in the form this provider enforces.
-    provider_schemas: HashMap<&'static str, Value>,
+    provider_schemas: ByMode<Value>,
 }
 
 impl Engine {
@@ -48,16 +48,10 @@ impl Engine {
         schemas: Arc<SchemaRegistry>,
         provider: LlmProviderKind,
     ) -> Self {
-        let provider_schemas = MODES
-            .iter()
-            .filter_map(|m| {
-                let published = schemas.mode(m.id)?.response.json();
-                Some((
-                    m.id,
-                    envelope::provider_schema(&envelope::model_schema(published), provider),
-                ))
-            })
-            .collect();
+        let provider_schemas = MODES.map(|id, _| {
+            let published = schemas.mode(id).response.json();
+            envelope::provider_schema(&envelope::model_schema(published), provider)
+        });
         Self {
             llm,
             schemas,
@@ -70,21 +64,17 @@ impl Engine {
         db: &DatabaseConnection,
         call: &call::Model,
     ) -> Result<Outcome, DbErr> {
-        let coach = call.agent.as_deref().and_then(catalog::coach);
-        let mode = call.mode.as_deref().and_then(catalog::mode);
+        // The API stored ids it had parsed; parsing them again here is the worker's own edge.
+        let coach = call.agent.as_deref().and_then(|a| CoachId::parse(a).ok());
+        let mode = call.mode.as_deref().and_then(|m| ModeId::parse(m).ok());
         let (Some(coach), Some(mode)) = (coach, mode) else {
             return Ok(Outcome::Failed {
                 reason: "call record names no known coach and mode".into(),
             });
         };
-        let (Some(pair), Some(schema)) = (
-            self.schemas.mode(mode.id),
-            self.provider_schemas.get(mode.id),
-        ) else {
-            return Ok(Outcome::Failed {
-                reason: format!("no schema for mode {}", mode.id),
-            });
-        };
+        let (coach, mode) = (catalog::coach(coach), catalog::mode(mode));
+        let pair = self.schemas.mode(mode.id);
+        let schema = &self.provider_schemas[mode.id];
         let request = &call.request;
         let missing = envelope::missing_recommended(mode, request);
         let ceiling = envelope::confidence_ceiling(mode, request);

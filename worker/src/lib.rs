@@ -82,7 +82,7 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
     };
     // Delivery reports only exist for a real provider; the outbox has none.
     let status_callback = (config.sms_provider == SmsProviderKind::Twilio)
-        .then(|| config.absolute("/webhooks/sms/status"));
+        .then(|| config.absolute(grove_common::catalog::paths::SMS_STATUS_WEBHOOK));
     Ok(Deps {
         db,
         completions,

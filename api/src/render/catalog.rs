@@ -1,17 +1,25 @@
 //! The two catalogs (spec 2.1, 2.2, 2.7; CONTRACT 2) and the discovery document, derived from
 //! `grove_common::catalog` and the configuration.
 
+use super::number_word;
 use grove_common::{
-    catalog::{self, COACHES, MODES, REVIEW_REQUEST},
+    catalog::{self, COACHES, MODES, REVIEW_REQUEST, paths},
     config::{Config, SmsProviderKind},
     x402,
 };
 use serde_json::{Value, json};
 
-pub const DESCRIPTION: &str = "Pay-per-call growth coaching for AI agents: seven coaches, sixteen \
-    modes, each answer a strict JSON envelope with a one-constraint diagnosis, numbers, actions, \
-    caveats and a typed deliverable. Plus one paid action: a consented, tracked SMS review request. \
-    Paid in USDC on Base with x402; free sandbox, schemas and guides.";
+/// What the service sells, in one paragraph (catalog and OpenAPI).
+pub fn description() -> String {
+    format!(
+        "Pay-per-call growth coaching for AI agents: {} coaches, {} modes, each answer a strict \
+         JSON envelope with a one-constraint diagnosis, numbers, actions, caveats and a typed \
+         deliverable. Plus one paid action: a consented, tracked SMS review request. Paid in USDC \
+         on Base with x402; free sandbox, schemas and guides.",
+        number_word(COACHES.len()),
+        number_word(MODES.len()),
+    )
+}
 
 /// `payment` block shared by both catalogs.
 fn payment(config: &Config, extra_note: Option<&str>) -> Value {
@@ -78,20 +86,20 @@ pub fn agents(config: &Config) -> Value {
     json!({
         "service": config.service_name,
         "version": "v1",
-        "description": DESCRIPTION,
+        "description": description(),
         "call_shape": call_shape(config),
         "payment": payment(config, llm_note),
         "agents": agents,
         "modes": modes,
-        "openapi": "/api/v1/openapi.json",
-        "docs": "/docs/agents",
+        "openapi": paths::OPENAPI,
+        "docs": paths::AGENTS_GUIDE,
     })
 }
 
 fn call_shape(config: &Config) -> Value {
     json!({
         "method": "POST",
-        "url": "/api/v1/agents/{agent_id}/call",
+        "url": paths::AGENT_CALL,
         "content_type": "application/json",
         "body": {
             "mode": "<one of the coach's modes>",
@@ -150,7 +158,7 @@ pub fn actions(config: &Config) -> Value {
             "note": "Without a key, a key is derived from the payer and the body, so an identical retry replays the original result and never sends a second SMS. A distinct key forces a genuine second send, still subject to consent, opt-out and quiet hours.",
         },
         "tags": ["sms", "reviews", "reputation", "x402", "usdc", "base"],
-        "docs": "/docs/actions",
+        "docs": paths::ACTIONS_GUIDE,
     })
 }
 
@@ -169,10 +177,12 @@ pub fn well_known(config: &Config) -> Value {
         "resources": resources,
         "ownershipProofs": proofs,
         "skill": config.absolute(&config.skill_path()),
-        "openapi": config.absolute("/api/v1/openapi.json"),
+        "openapi": config.absolute(paths::OPENAPI),
         "instructions": format!(
-            "POST a JSON body to a resource. Without payment you get 402 with the price ({min} to {max} per coaching call by mode, {} per review request) in the PAYMENT-REQUIRED header (x402 v2) and the body (v1). Sign a USDC EIP-3009 authorization on Base (domain \"USD Coin\", version \"2\") and retry the identical request with PAYMENT-SIGNATURE or X-PAYMENT. Try any call free with the header {}: 1. Read the skill file for the full flow.",
+            "POST a JSON body to a resource. Without payment you get 402 with the price ({min} to {max} per coaching call by mode, {} per review request) in the PAYMENT-REQUIRED header (x402 v2) and the body (v1). Sign a USDC EIP-3009 authorization on Base (domain \"{}\", version \"{}\") and retry the identical request with PAYMENT-SIGNATURE or X-PAYMENT. Try any call free with the header {}: 1. Read the skill file for the full flow.",
             REVIEW_REQUEST.price,
+            x402::USDC_DOMAIN_NAME,
+            x402::USDC_DOMAIN_VERSION,
             config.sandbox_header(),
         ),
     })

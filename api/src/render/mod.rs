@@ -9,12 +9,42 @@ pub mod skill;
 
 use axum::body::Bytes;
 use grove_common::{
-    catalog::{COACHES, Coach, Mode},
+    catalog::{COACHES, Coach, CoachId, Mode, ModeId},
     config::Config,
     sandbox::{self, SandboxError},
     schema::SchemaRegistry,
 };
 use std::collections::HashMap;
+
+/// A count as a word in running text ("seven coaches"); digits past twenty.
+pub fn number_word(n: usize) -> String {
+    const WORDS: [&str; 21] = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+    ];
+    WORDS
+        .get(n)
+        .map_or_else(|| n.to_string(), |w| (*w).to_owned())
+}
 
 pub struct Published {
     pub agents_catalog: Bytes,
@@ -24,7 +54,7 @@ pub struct Published {
     pub agents_guide: String,
     pub actions_guide: String,
     pub skill: String,
-    coaching_samples: HashMap<(&'static str, &'static str), Bytes>,
+    coaching_samples: HashMap<(CoachId, ModeId), Bytes>,
 }
 
 fn bytes(value: &serde_json::Value) -> Bytes {
@@ -55,5 +85,15 @@ impl Published {
     /// The sandbox envelope for a coach and one of its modes.
     pub fn coaching_sample(&self, coach: &Coach, mode: &Mode) -> Option<Bytes> {
         self.coaching_samples.get(&(coach.id, mode.id)).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts_read_as_words_up_to_twenty() {
+        assert_eq!(super::number_word(7), "seven");
+        assert_eq!(super::number_word(16), "sixteen");
+        assert_eq!(super::number_word(21), "21");
     }
 }

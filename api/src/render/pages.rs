@@ -3,7 +3,7 @@
 
 use super::clients;
 use grove_common::{
-    catalog::{COACHES, MODES, REVIEW_REQUEST},
+    catalog::{COACHES, CoachId, MODES, REVIEW_REQUEST, paths},
     config::Config,
     x402,
 };
@@ -98,15 +98,21 @@ curl -si -X POST {base}{url} \\\n  -H 'content-type: application/json' \\\n  -H 
 
 pub(super) const EXAMPLE_COACHING_BODY: &str = r#"{"mode":"diagnose_growth","messages":[{"role":"user","content":"We run a 4-person bookkeeping firm. 30 leads a month, we close 5. How do we grow?"}],"context":{"metrics":{"leads_per_month":30,"close_rate_pct":16.7}}}"#;
 
+/// The coach the guides' examples call (its mode in the example body is one it offers).
+pub(super) const EXAMPLE_COACH: CoachId = CoachId::Mary;
+
 pub fn agents_guide(config: &Config) -> String {
+    let example_call = paths::agent_call(EXAMPLE_COACH);
     let mut b = String::new();
     let _ = writeln!(
         b,
         "<p>{svc} sells pay-per-call growth coaching to AI agents. Post a conversation and optional business context \
 to a coach in one of its modes; the answer is a strict JSON envelope (reply, one-constraint diagnosis, numbers, \
-actions, caveats and a typed deliverable). Machine-readable: <a href=\"/api/v1/agents\">catalog</a>, \
-<a href=\"/api/v1/openapi.json\">OpenAPI</a>, <a href=\"{skill}\">skill file</a>.</p>",
+actions, caveats and a typed deliverable). Machine-readable: <a href=\"{catalog}\">catalog</a>, \
+<a href=\"{openapi}\">OpenAPI</a>, <a href=\"{skill}\">skill file</a>.</p>",
         svc = esc(&config.service_name),
+        catalog = paths::AGENTS,
+        openapi = paths::OPENAPI,
         skill = esc(&config.skill_path()),
     );
     b.push_str(&contents(&[
@@ -169,21 +175,18 @@ actions, caveats and a typed deliverable). Machine-readable: <a href=\"/api/v1/a
         "<h2 id=\"sandbox\">Sandbox (free)</h2>\n<p>Add <code>{h}: 1</code> (or <code>?sandbox=1</code>) to any call. \
 The request is validated as usual; the answer is a fixed, schema-valid sample for the mode with <code>sandbox: true</code>, \
 zero usage and the receipt <code>{{\"id\":\"sandbox\"}}</code>. No model runs and nothing is charged.</p>\n\
-<pre>curl -s -X POST {base}/api/v1/agents/mary/call \\\n  -H 'content-type: application/json' -H '{h}: 1' \\\n  -d '{body}'</pre>\n",
+<pre>curl -s -X POST {base}{call} \\\n  -H 'content-type: application/json' -H '{h}: 1' \\\n  -d '{body}'</pre>\n",
         h = esc(&config.sandbox_header()),
         base = config.public_base_url,
+        call = example_call,
         body = esc(EXAMPLE_COACHING_BODY),
     );
     b.push_str(&official_clients(
         config,
-        "/api/v1/agents/mary/call",
+        &example_call,
         EXAMPLE_COACHING_BODY,
     ));
-    b.push_str(&payment_flow(
-        config,
-        "/api/v1/agents/mary/call",
-        EXAMPLE_COACHING_BODY,
-    ));
+    b.push_str(&payment_flow(config, &example_call, EXAMPLE_COACHING_BODY));
     b.push_str(ERRORS_HTML);
     page(&format!("{}: coaching calls", config.service_name), &b)
 }
@@ -197,7 +200,7 @@ pub fn actions_guide(config: &Config) -> String {
         b,
         "<p><b>{name}</b> ({price}): {summary}</p>\n\
 <p>Endpoint <code>POST {base}{path}</code>; schemas: <a href=\"{rq}\">request</a>, <a href=\"{rs}\">response</a>; \
-catalog: <a href=\"/api/v1/actions\">/api/v1/actions</a>.</p>\n\
+catalog: <a href=\"{catalog}\">{catalog}</a>.</p>\n\
 {contents}\
 <h2 id=\"rules\">Rules</h2><ul>\
 <li>Consent is required: method, capture time (not in the future, not older than 18 months) and source. \
@@ -218,6 +221,7 @@ recipient's quiet hours. No SMS, no payment, nothing stored.</p>\n\
         summary = esc(a.summary),
         base = config.public_base_url,
         path = a.call_path(),
+        catalog = paths::ACTIONS,
         rq = a.request_schema_path(),
         rs = a.response_schema_path(),
         h = esc(&config.sandbox_header()),

@@ -3,10 +3,14 @@
 //! by hand, safe retries, the review request and errors. Derived from the catalog.
 
 use super::{
-    clients,
-    pages::{EXAMPLE_ACTION_BODY, EXAMPLE_COACHING_BODY},
+    clients, number_word,
+    pages::{EXAMPLE_ACTION_BODY, EXAMPLE_COACH, EXAMPLE_COACHING_BODY},
 };
-use grove_common::{catalog::COACHES, config::Config, x402};
+use grove_common::{
+    catalog::{self, COACHES, MODES, REVIEW_REQUEST, paths},
+    config::Config,
+    x402,
+};
 use std::fmt::Write;
 
 /// GitHub's heading anchor: lower case, punctuation dropped, spaces as hyphens.
@@ -31,20 +35,28 @@ pub fn render(config: &Config) -> String {
             .collect();
         let _ = writeln!(modes, "- `{}` ({}): {}", c.id, c.domain, list.join(", "));
     }
-    let call = format!("{base}/api/v1/agents/mary/call");
+    let call = format!("{base}{}", paths::agent_call(EXAMPLE_COACH));
+    let action_call = format!("{base}{}", paths::REVIEW_REQUEST_CALL);
+    let (min, max) = catalog::coaching_price_range();
+    let action_price = REVIEW_REQUEST.price;
     let (ts_install, ts) = clients::typescript(&call, EXAMPLE_COACHING_BODY);
     let (py_install, py) = clients::python(&call, EXAMPLE_COACHING_BODY);
     let sections: Vec<(&str, String)> = vec![
         (
             "1. Discover (free)",
             format!(
-                "- `GET {base}/api/v1/agents`: coaches, their modes, prices, recommended context, schema paths.
-- `GET {base}/api/v1/actions`: the review-request action.
-- `GET {base}/api/v1/schemas/{{mode}}/request.json` and `.../response.json`: JSON Schema 2020-12. Validate before you pay.
-- `GET {base}/api/v1/openapi.json`, `GET {base}/.well-known/x402`.
+                "- `GET {base}{agents}`: coaches, their modes, prices, recommended context, schema paths.
+- `GET {base}{actions}`: the review-request action.
+- `GET {base}{request_schema}` and `.../response.json`: JSON Schema 2020-12. Validate before you pay.
+- `GET {base}{openapi}`, `GET {base}{well_known}`.
 
 Coaches and modes:
-{modes}"
+{modes}",
+                agents = paths::AGENTS,
+                actions = paths::ACTIONS,
+                request_schema = paths::MODE_REQUEST_SCHEMA,
+                openapi = paths::OPENAPI,
+                well_known = paths::WELL_KNOWN_X402,
             ),
         ),
         (
@@ -57,10 +69,11 @@ Coaches and modes:
         (
             "3. Call a coach",
             format!(
-                "`POST {base}/api/v1/agents/{{agent_id}}/call` with `content-type: application/json` and
+                "`POST {base}{agent_call}` with `content-type: application/json` and
 `{{\"mode\": \"<mode>\", \"messages\": [{{\"role\": \"user\", \"content\": \"...\"}}], \"context\": {{...}}}}`.
 Give the mode's `recommended_context` fields when you have them: answers with real numbers are sharper and more confident; missing fields are listed in `context_gaps`.
-"
+",
+                agent_call = paths::AGENT_CALL,
             ),
         ),
         (
@@ -88,7 +101,7 @@ Python, PyPI `x402`:
 {py}
 ```
 
-The same works for the review request: post its body to `{base}/api/v1/actions/review-request/call`, e.g. `{action}`.
+The same works for the review request: post its body to `{action_call}`, e.g. `{action}`.
 ",
                 action = EXAMPLE_ACTION_BODY,
             ),
@@ -96,7 +109,7 @@ The same works for the review request: post its body to `{base}/api/v1/actions/r
         (
             "5. Pay by hand (raw x402, curl)",
             format!(
-                "1. The unpaid call returns `402`. Decode the `PAYMENT-REQUIRED` header (base64 JSON, x402 v2) or read the body (x402 v1). Take `accepts[0]`: `scheme` \"exact\", `network` \"{net}\", `asset` {usdc} (USDC), `amount` in atomic units (6 decimals: \"180000\" = $0.18), `payTo`.
+                "1. The unpaid call returns `402`. Decode the `PAYMENT-REQUIRED` header (base64 JSON, x402 v2) or read the body (x402 v1). Take `accepts[0]`: `scheme` \"exact\", `network` \"{net}\", `asset` {usdc} (USDC), `amount` in atomic units (6 decimals: \"{min_atomic}\" = {min}), `payTo`.
 2. Sign an EIP-3009 `TransferWithAuthorization(from, to=payTo, value=amount, validAfter<now, validBefore>=now+60, nonce=32 random bytes)` with EIP-712 domain `{{name: \"{dname}\", version: \"{dver}\", chainId: {chain}, verifyingContract: {usdc}}}`. Write every integer as a plain decimal string without leading zeros (\"180000\", not \"0180000\" or \"0x2bf20\").
 3. Retry the identical request with header `PAYMENT-SIGNATURE: base64({{\"x402Version\":2,\"accepted\":<accepts[0] unchanged>,\"payload\":{{\"signature\":\"0x...\",\"authorization\":{{...}}}}}})` (or `X-PAYMENT` with `{{\"x402Version\":1,\"scheme\":\"exact\",\"network\":\"base\",\"payload\":...}}`).
 4. A 200 carries the result and `PAYMENT-RESPONSE` (settlement: success, transaction, network, payer).
@@ -114,6 +127,7 @@ curl -si -X POST {call} -H 'content-type: application/json' \\
                 dver = x402::USDC_DOMAIN_VERSION,
                 chain = x402::CHAIN_ID,
                 body = EXAMPLE_COACHING_BODY,
+                min_atomic = min.atomic(),
             ),
         ),
         (
@@ -122,14 +136,15 @@ curl -si -X POST {call} -H 'content-type: application/json' \\
                 "- Send `Idempotency-Key: <unique>` (1-255 printable ASCII) on every paid call. The same key with the same body replays the stored result for 24 h with `Idempotent-Replay: true` and no new charge; without a key, an identical body from the same payer replays for 10 minutes.
 - A replay still needs a payment header that proves the payer; nothing is settled for it.
 - `409 request_in_progress`: the first attempt is still running; wait `Retry-After` seconds and retry.
-- `502 upstream_failed` / `504 still_running`: you were charged once; the body has a `receipt`. Poll `GET {base}/api/v1/receipts/{{id}}` or retry the identical request for free.
-"
+- `502 upstream_failed` / `504 still_running`: you were charged once; the body has a `receipt`. Poll `GET {base}{receipt}` or retry the identical request for free.
+",
+                receipt = paths::RECEIPT,
             ),
         ),
         (
             "7. Review request (SMS)",
             format!(
-                "`POST {base}/api/v1/actions/review-request/call`, $0.12. You must hold the customer's consent (method, time, source). `customer.phone` is a `+1` number (`^\\+1[2-9][0-9]{{2}}[2-9][0-9]{{6}}$`). Refusals (invalid consent, a link in the template, opted out, cooldown) come before any payment. The response is a tracked request (`id` starts with `rr_`); follow it at `links.self`.
+                "`POST {action_call}`, {action_price}. You must hold the customer's consent (method, time, source). `customer.phone` is a `+1` number (`^\\+1[2-9][0-9]{{2}}[2-9][0-9]{{6}}$`). Refusals (invalid consent, a link in the template, opted out, cooldown) come before any payment. The response is a tracked request (`id` starts with `rr_`); follow it at `links.self`.
 "
             ),
         ),
@@ -141,7 +156,7 @@ curl -si -X POST {call} -H 'content-type: application/json' \\
     let mut out = format!(
         "---
 name: {svc}-x402
-description: Buy growth coaching (seven coaches, sixteen modes, $0.18-$0.45 a call) and SMS review requests ($0.12) from {svc}, paying per call in USDC on Base with x402.
+description: Buy growth coaching ({coaches} coaches, {modes} modes, {min}-{max} a call) and SMS review requests ({action_price}) from {svc}, paying per call in USDC on Base with x402.
 ---
 
 # {svc}: pay-per-call coaching and review requests over x402
@@ -151,6 +166,8 @@ Base URL: {base}. Everything below is JSON over HTTPS; prices are per call.
 ## Contents
 ",
         svc = config.service_name,
+        coaches = number_word(COACHES.len()),
+        modes = number_word(MODES.len()),
     );
     for (heading, _) in &sections {
         let _ = writeln!(out, "- [{heading}](#{})", anchor(heading));

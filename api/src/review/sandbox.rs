@@ -58,7 +58,10 @@ pub fn sample(
         .pointer("/follow_up/enabled")
         .and_then(Value::as_bool)
         .unwrap_or(true);
-    let self_url = format!("{base}/api/v1/actions/review-request/requests/{SANDBOX_ID}");
+    let self_url = format!(
+        "{base}{}",
+        grove_common::catalog::paths::review_request(SANDBOX_ID)
+    );
     Ok(json!({
         "id": SANDBOX_ID,
         "status": status,

@@ -1,4 +1,4 @@
-//! `POST /api/v1/actions/{slug}/call`: the review request. Validate and refuse what must not be
+//! `POST /api/v1/actions/review-request/call` (`table::Op::RequestReview`): the review request. Validate and refuse what must not be
 //! sent (before any 402), then the sandbox's sample for this body, or the paid flow.
 
 use crate::{
@@ -10,26 +10,17 @@ use crate::{
     x402::challenge::Offer,
 };
 use axum::{
-    Json, Router,
-    extract::{Path, Request, State},
+    Json,
+    extract::{Request, State},
     response::{IntoResponse, Response},
-    routing::post,
 };
 use grove_common::catalog::REVIEW_REQUEST;
 use serde_json::json;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/actions/{slug}/call", post(call))
-}
-
-async fn call(
+pub(super) async fn call(
     State(state): State<AppState>,
-    Path(slug): Path<String>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    if slug != REVIEW_REQUEST.slug {
-        return Err(ApiError::NotFound);
-    }
     let (parts, body) = request.into_parts();
     let key = IdempotencyKey::from_headers(&parts.headers)?;
     let body = extract::json_body(&parts.headers, body).await?;

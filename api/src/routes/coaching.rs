@@ -1,4 +1,5 @@
-//! `POST /api/v1/agents/{agent_id}/call`: validate, then sandbox, or the payment gate.
+//! `POST /api/v1/agents/{agent_id}/call` (`table::Op::CallAgent`): validate, then sandbox, or
+//! the payment gate.
 
 use crate::{
     error::ApiError,
@@ -9,25 +10,21 @@ use crate::{
     x402::challenge::Offer,
 };
 use axum::{
-    Router,
     extract::{Path, Request, State},
     http::header,
     response::{IntoResponse, Response},
-    routing::post,
 };
-use grove_common::catalog::{self, Coach, Mode};
+use grove_common::catalog::{self, Coach, CoachId, Mode};
 use serde_json::json;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/agents/{agent_id}/call", post(call))
-}
-
-async fn call(
+pub(super) async fn call(
     State(state): State<AppState>,
     Path(agent_id): Path<String>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let coach = catalog::coach(&agent_id).ok_or(ApiError::UnknownAgent(agent_id))?;
+    let coach = CoachId::parse(&agent_id)
+        .map(catalog::coach)
+        .map_err(|_| ApiError::UnknownAgent(agent_id))?;
     let (parts, body) = request.into_parts();
     let key = IdempotencyKey::from_headers(&parts.headers)?;
     let body = extract::json_body(&parts.headers, body).await?;
@@ -50,10 +47,7 @@ async fn call(
             "no model provider is configured, so paid coaching calls are not on sale; the sandbox works",
         ));
     }
-    let schemas = state
-        .schemas
-        .mode(mode.id)
-        .ok_or_else(|| ApiError::Internal(format!("no schema for {}", mode.id)))?;
+    let schemas = state.schemas.mode(mode.id);
     let offer = Offer {
         path: coach.call_path(),
         description: description(coach, mode),
@@ -65,8 +59,8 @@ async fn call(
     };
     let purchase = Purchase {
         kind: Kind::Coaching,
-        agent: Some(coach.id),
-        mode: Some(mode.id),
+        agent: Some(coach.id.as_str()),
+        mode: Some(mode.id.as_str()),
         body: &body,
         offer,
         phone: None,

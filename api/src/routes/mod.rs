@@ -1,4 +1,6 @@
-//! Every route, merged in one place; each module exposes its own `router()`.
+//! Every route, registered from the one table of public operations (`table.rs`): each operation
+//! gets its handler here, and nothing is routed that the table (hence the OpenAPI document) does
+//! not list.
 
 mod actions;
 mod coaching;
@@ -6,21 +8,48 @@ mod free;
 mod operations;
 mod receipts;
 mod reviews;
+pub mod table;
 mod webhooks;
 
 use crate::{error::ApiError, state::AppState};
-use axum::Router;
+use axum::{Router, routing::MethodRouter};
+use table::{OPERATIONS, Op, Operation};
 
 pub fn router(state: AppState) -> Router {
-    Router::new()
-        .merge(free::router(&state))
-        .merge(coaching::router())
-        .merge(actions::router())
-        .merge(receipts::router())
-        .merge(reviews::router())
-        .merge(webhooks::router())
-        .merge(operations::router())
+    let mut router = Router::new();
+    for op in OPERATIONS.iter() {
+        router = router.route(&op.path(&state.config), endpoint(op));
+    }
+    router
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .with_state(state)
+}
+
+/// The handler of each operation, on the operation's method.
+fn endpoint(op: &Operation) -> MethodRouter<AppState> {
+    match op.op {
+        Op::ListAgents => op.on(free::agents_catalog),
+        Op::ListActions => op.on(free::actions_catalog),
+        Op::CallAgent => op.on(coaching::call),
+        Op::RequestReview => op.on(actions::call),
+        Op::GetModeRequestSchema => op.on(free::mode_request_schema),
+        Op::GetModeResponseSchema => op.on(free::mode_response_schema),
+        Op::GetReviewRequestRequestSchema => op.on(free::action_request_schema),
+        Op::GetReviewRequestResponseSchema => op.on(free::action_response_schema),
+        Op::GetOpenApi => op.on(free::openapi),
+        Op::GetX402Discovery => op.on(free::well_known),
+        Op::GetAgentsGuide => op.on(free::agents_guide),
+        Op::GetActionsGuide => op.on(free::actions_guide),
+        Op::GetSkill => op.on(free::skill),
+        Op::GetReceipt => op.on(receipts::show),
+        Op::GetReviewRequest => op.on(reviews::show),
+        Op::CancelReviewRequest => op.on(reviews::cancel),
+        Op::FollowReviewLink => op.on(reviews::click),
+        Op::ReceiveSmsStatus => op.on(webhooks::status_callback),
+        Op::ReceiveSmsInbound => op.on(webhooks::inbound),
+        Op::GetMetrics => op.on(operations::metrics),
+        Op::GetHealth => op.on(operations::health),
+        Op::GetReadiness => op.on(operations::ready),
+    }
 }

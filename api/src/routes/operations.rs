@@ -2,22 +2,18 @@
 
 use crate::state::AppState;
 use axum::{
-    Json, Router,
+    Json,
     extract::State,
     http::{StatusCode, header},
     response::IntoResponse,
-    routing::get,
 };
 use serde_json::json;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
-        .route("/readyz", get(ready))
-        .route("/metrics", get(metrics))
+pub(super) async fn health() -> Json<serde_json::Value> {
+    Json(json!({"status": "ok"}))
 }
 
-async fn ready(State(state): State<AppState>) -> impl IntoResponse {
+pub(super) async fn ready(State(state): State<AppState>) -> impl IntoResponse {
     let db = state.db.ping().await.map_err(|e| e.to_string());
     let queue = state.queue.ping().await.map_err(|e| e.to_string());
     let ok = db.is_ok() && queue.is_ok();
@@ -45,7 +41,7 @@ async fn ready(State(state): State<AppState>) -> impl IntoResponse {
 /// Seconds a client should wait before asking `/readyz` again after a 503.
 const READY_RETRY_AFTER_S: &str = "5";
 
-async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+pub(super) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let depth = state.queue.depth().await;
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

@@ -2,13 +2,12 @@
 
 use crate::{error::ApiError, state::AppState};
 use axum::{
-    Json, Router,
+    Json,
     extract::{Path, State},
-    routing::get,
 };
 use chrono::{SecondsFormat, Utc};
 use grove_common::{
-    catalog,
+    catalog::{self, ModeId},
     db::{
         calls,
         entities::{payment, receipt},
@@ -18,11 +17,7 @@ use grove_common::{
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/receipts/{id}", get(show))
-}
-
-async fn show(
+pub(super) async fn show(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -70,8 +65,8 @@ async fn show(
         .or_else(|| {
             call.mode
                 .as_deref()
-                .and_then(catalog::mode)
-                .map(|m| m.price())
+                .and_then(|m| ModeId::parse(m).ok())
+                .map(|m| catalog::mode(m).price())
         });
     Ok(Json(json!({
         "id": rec.id,

@@ -3,11 +3,10 @@
 
 use crate::{error::ApiError, state::AppState};
 use axum::{
-    Json, Router,
+    Json,
     extract::{Path, State},
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
-    routing::{get, post},
 };
 use grove_common::{
     db::{
@@ -19,16 +18,6 @@ use grove_common::{
 use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, sea_query::Expr};
 use serde_json::{Value, json};
 use uuid::Uuid;
-
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/actions/review-request/requests/{id}", get(show))
-        .route(
-            "/api/v1/actions/review-request/requests/{id}/cancel",
-            post(cancel),
-        )
-        .route("/r/{token}", get(click))
-}
 
 fn internal(e: sea_orm::DbErr) -> ApiError {
     ApiError::Internal(e.to_string())
@@ -88,7 +77,7 @@ async fn view(state: &AppState, req: &review_request::Model) -> Result<Value, Ap
     }))
 }
 
-async fn show(
+pub(super) async fn show(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -96,7 +85,7 @@ async fn show(
     Ok(Json(view(&state, &req).await?))
 }
 
-async fn cancel(
+pub(super) async fn cancel(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -120,7 +109,7 @@ async fn cancel(
 }
 
 /// Redirects to the review page and records the click; the first click ends a pending follow-up.
-async fn click(
+pub(super) async fn click(
     State(state): State<AppState>,
     Path(token): Path<String>,
 ) -> Result<Response, ApiError> {

@@ -4,12 +4,10 @@
 
 use crate::{error::ApiError, state::AppState};
 use axum::{
-    Router,
     body::Bytes,
     extract::State,
     http::{HeaderMap, Uri, header},
     response::{IntoResponse, Response},
-    routing::post,
 };
 use grove_common::{
     db::{
@@ -23,12 +21,6 @@ use grove_common::{
 };
 use sea_orm::{ConnectionTrait, TransactionTrait};
 use serde_json::json;
-
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/webhooks/sms/status", post(status_callback))
-        .route("/webhooks/sms/inbound", post(inbound))
-}
 
 fn internal(e: sea_orm::DbErr) -> ApiError {
     ApiError::Internal(e.to_string())
@@ -87,7 +79,7 @@ fn twiml() -> Response {
 /// change nothing. The receipt that dedupes a report and everything the report changes are one
 /// transaction: a report that fails half-way leaves no receipt, so Twilio's retry (or the same
 /// report posted again) still applies, and one that finds no message yet is not used up.
-async fn status_callback(
+pub(super) async fn status_callback(
     State(state): State<AppState>,
     headers: HeaderMap,
     uri: Uri,
@@ -286,7 +278,7 @@ async fn apply_report(
 /// recorded for the business. The receipt that dedupes the message by its `MessageSid` and its
 /// effects are one transaction: a failure half-way keeps no receipt, so Twilio's retry of a STOP
 /// is still acted on, while a replay of a handled message changes nothing.
-async fn inbound(
+pub(super) async fn inbound(
     State(state): State<AppState>,
     headers: HeaderMap,
     uri: Uri,

@@ -1,5 +1,6 @@
 //! The one paid action: review request.
 
+use super::paths::{self, review_request_id, review_request_slug};
 use crate::money::UsdcAmount;
 
 #[derive(Debug)]
@@ -13,21 +14,21 @@ pub struct Action {
 
 impl Action {
     pub fn call_path(&self) -> String {
-        format!("/api/v1/actions/{}/call", self.slug)
+        paths::REVIEW_REQUEST_CALL.to_owned()
     }
 
     pub fn request_schema_path(&self) -> String {
-        format!("/api/v1/schemas/actions/{}/request.json", self.id)
+        paths::REVIEW_REQUEST_REQUEST_SCHEMA.to_owned()
     }
 
     pub fn response_schema_path(&self) -> String {
-        format!("/api/v1/schemas/actions/{}/response.json", self.id)
+        paths::REVIEW_REQUEST_RESPONSE_SCHEMA.to_owned()
     }
 }
 
 pub static REVIEW_REQUEST: Action = Action {
-    id: "review_request",
-    slug: "review-request",
+    id: review_request_id!(),
+    slug: review_request_slug!(),
     name: "Review request",
     summary: "Ask one customer of a business for a review by SMS: consent checked, opt-outs \
               honoured, quiet hours respected, one follow-up handled. Returns a tracked request id.",

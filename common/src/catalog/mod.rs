@@ -5,10 +5,13 @@
 
 mod action;
 mod coaches;
+mod ids;
 mod modes;
+pub mod paths;
 
 pub use action::{Action, REVIEW_REQUEST};
 pub use coaches::COACHES;
+pub use ids::{ByCoach, ByMode, CoachId, ModeId, UnknownId};
 pub use modes::MODES;
 
 use crate::money::UsdcAmount;
@@ -86,10 +89,12 @@ impl Tier {
 /// One of the sixteen coaching modes.
 #[derive(Debug)]
 pub struct Mode {
-    pub id: &'static str,
+    pub id: ModeId,
     pub tier: Tier,
     /// The catalog's neutral summary; each coach also writes its own.
     pub summary: &'static str,
+    /// What the mode does, as a phrase inside a sentence (the published schemas' descriptions).
+    pub purpose: &'static str,
     /// Dotted context paths that improve the answer (never required).
     pub recommended_context: &'static [&'static str],
 }
@@ -100,25 +105,25 @@ impl Mode {
     }
 
     pub fn request_schema_path(&self) -> String {
-        format!("/api/v1/schemas/{}/request.json", self.id)
+        paths::fill(paths::MODE_REQUEST_SCHEMA, self.id.as_str())
     }
 
     pub fn response_schema_path(&self) -> String {
-        format!("/api/v1/schemas/{}/response.json", self.id)
+        paths::fill(paths::MODE_RESPONSE_SCHEMA, self.id.as_str())
     }
 }
 
 /// A coach's own description of one mode it offers.
 #[derive(Debug)]
 pub struct CoachMode {
-    pub mode: &'static str,
+    pub mode: ModeId,
     pub summary: &'static str,
 }
 
 /// One of the seven coaches (the spec calls them agents).
 #[derive(Debug)]
 pub struct Coach {
-    pub id: &'static str,
+    pub id: CoachId,
     pub name: &'static str,
     pub domain: &'static str,
     pub tagline: &'static str,
@@ -126,32 +131,30 @@ pub struct Coach {
 }
 
 impl Coach {
-    pub fn offers(&self, mode_id: &str) -> bool {
-        self.modes.iter().any(|m| m.mode == mode_id)
+    pub fn offers(&self, mode: ModeId) -> bool {
+        self.modes.iter().any(|m| m.mode == mode)
     }
 
     pub fn call_path(&self) -> String {
-        format!("/api/v1/agents/{}/call", self.id)
+        paths::agent_call(self.id)
     }
 
     /// The coach's modes joined with the catalog's mode records.
     pub fn offered_modes(&self) -> impl Iterator<Item = (&'static Mode, &'static CoachMode)> + '_ {
-        self.modes
-            .iter()
-            .filter_map(|cm| mode(cm.mode).map(|m| (m, cm)))
+        self.modes.iter().map(|cm| (mode(cm.mode), cm))
     }
 }
 
-pub fn mode(id: &str) -> Option<&'static Mode> {
-    MODES.iter().find(|m| m.id == id)
+pub fn mode(id: ModeId) -> &'static Mode {
+    &MODES[id]
 }
 
-pub fn coach(id: &str) -> Option<&'static Coach> {
-    COACHES.iter().find(|c| c.id == id)
+pub fn coach(id: CoachId) -> &'static Coach {
+    &COACHES[id]
 }
 
-pub fn coaches_offering(mode_id: &str) -> impl Iterator<Item = &'static Coach> + '_ {
-    COACHES.iter().filter(move |c| c.offers(mode_id))
+pub fn coaches_offering(mode: ModeId) -> impl Iterator<Item = &'static Coach> {
+    COACHES.iter().filter(move |c| c.offers(mode))
 }
 
 /// Cheapest and dearest coaching price, for the "dynamic price" declarations.
@@ -168,16 +171,20 @@ mod tests {
     use std::collections::HashSet;
 
     #[test]
-    fn every_coach_mode_exists_and_is_listed_once() {
+    fn tables_are_keyed_by_their_ids() {
+        for id in ModeId::ALL {
+            assert_eq!(mode(id).id, id);
+        }
+        for id in CoachId::ALL {
+            assert_eq!(coach(id).id, id);
+        }
+    }
+
+    #[test]
+    fn every_coach_lists_each_mode_once() {
         for coach in COACHES.iter() {
             let mut seen = HashSet::new();
             for cm in coach.modes {
-                assert!(
-                    mode(cm.mode).is_some(),
-                    "{} offers unknown {}",
-                    coach.id,
-                    cm.mode
-                );
                 assert!(seen.insert(cm.mode), "{} lists {} twice", coach.id, cm.mode);
                 assert!(!cm.summary.is_empty());
             }

@@ -1,12 +1,16 @@
 //! The sixteen modes: tier (hence price and caps), summary and recommended context (spec 2.2).
 
-use super::{Mode, Tier};
+use super::{ByMode, Mode, ModeId, Tier, ids::mode_index};
 
-pub static MODES: [Mode; 16] = [
+/// Keyed by [`ModeId`]: entry `i` is `ModeId::ALL[i]`, checked at compile time below.
+pub static MODES: ByMode<Mode> = ByMode::new(TABLE);
+
+const TABLE: [Mode; 16] = [
     Mode {
-        id: "diagnose_growth",
+        id: ModeId::DiagnoseGrowth,
         tier: Tier::Short,
         summary: "Finds the one binding growth constraint and ranks the levers that move it.",
+        purpose: "finds the one binding growth constraint and ranks levers",
         recommended_context: &[
             "company.what_they_sell",
             "metrics.monthly_revenue_usd",
@@ -15,9 +19,10 @@ pub static MODES: [Mode; 16] = [
         ],
     },
     Mode {
-        id: "design_offer",
+        id: ModeId::DesignOffer,
         tier: Tier::Deep,
         summary: "Designs an offer: promise, price point, guarantee, inclusions and bonuses.",
+        purpose: "designs an offer",
         recommended_context: &[
             "company.what_they_sell",
             "audience.icp",
@@ -26,9 +31,10 @@ pub static MODES: [Mode; 16] = [
         ],
     },
     Mode {
-        id: "rewrite_pricing",
+        id: ModeId::RewritePricing,
         tier: Tier::Deep,
         summary: "Produces tiered pricing with a migration note for current customers.",
+        purpose: "produces tiered pricing",
         recommended_context: &[
             "offer.price_usd",
             "offer.promise",
@@ -37,9 +43,10 @@ pub static MODES: [Mode; 16] = [
         ],
     },
     Mode {
-        id: "funnel_review",
+        id: ModeId::FunnelReview,
         tier: Tier::Deep,
         summary: "Walks the funnel stage by stage and finds the biggest leak.",
+        purpose: "walks the funnel and finds the biggest leak",
         recommended_context: &[
             "metrics.traffic_per_month",
             "metrics.leads_per_month",
@@ -48,9 +55,10 @@ pub static MODES: [Mode; 16] = [
         ],
     },
     Mode {
-        id: "write_outbound_sequence",
+        id: ModeId::WriteOutboundSequence,
         tier: Tier::Deep,
         summary: "Writes a ready-to-send outbound sequence with declared merge fields.",
+        purpose: "writes a ready-to-send outbound sequence",
         recommended_context: &[
             "audience.icp",
             "audience.pain",
@@ -59,9 +67,10 @@ pub static MODES: [Mode; 16] = [
         ],
     },
     Mode {
-        id: "audit_function",
+        id: ModeId::AuditFunction,
         tier: Tier::Deep,
         summary: "Scores a business function 0-100 with findings, a top priority and quick wins.",
+        purpose: "scores a function 0-100",
         recommended_context: &[
             "company.what_they_sell",
             "company.stage",
@@ -69,9 +78,10 @@ pub static MODES: [Mode; 16] = [
         ],
     },
     Mode {
-        id: "handle_objections",
+        id: ModeId::HandleObjections,
         tier: Tier::Flagship,
         summary: "Gives verbatim responses to the objections that kill deals, costliest first.",
+        purpose: "gives verbatim responses to deal-killing objections",
         recommended_context: &[
             "offer.price_usd",
             "offer.promise",
@@ -80,9 +90,10 @@ pub static MODES: [Mode; 16] = [
         ],
     },
     Mode {
-        id: "position_against_alternatives",
+        id: ModeId::PositionAgainstAlternatives,
         tier: Tier::Flagship,
         summary: "Finds the competitive wedge against what buyers choose instead of you.",
+        purpose: "finds a competitive wedge",
         recommended_context: &[
             "company.what_they_sell",
             "audience.icp",
@@ -91,9 +102,10 @@ pub static MODES: [Mode; 16] = [
         ],
     },
     Mode {
-        id: "plan_capacity",
+        id: ModeId::PlanCapacity,
         tier: Tier::Flagship,
         summary: "Models whether delivery can absorb the planned growth, and what to change if not.",
+        purpose: "models whether delivery can absorb growth",
         recommended_context: &[
             "company.what_they_sell",
             "metrics.monthly_revenue_usd",
@@ -102,9 +114,10 @@ pub static MODES: [Mode; 16] = [
         ],
     },
     Mode {
-        id: "draft_sop",
+        id: ModeId::DraftSop,
         tier: Tier::Flagship,
         summary: "Turns a process into a standard operating procedure with roles and checks.",
+        purpose: "turns a process into an SOP",
         recommended_context: &[
             "company.what_they_sell",
             "company.stage",
@@ -112,9 +125,10 @@ pub static MODES: [Mode; 16] = [
         ],
     },
     Mode {
-        id: "rescue_churn",
+        id: ModeId::RescueChurn,
         tier: Tier::Flagship,
         summary: "Separates preventable churn from churn to accept, with save plays for the first.",
+        purpose: "separates preventable churn from churn to accept",
         recommended_context: &[
             "metrics.monthly_churn_pct",
             "metrics.average_order_value_usd",
@@ -123,9 +137,10 @@ pub static MODES: [Mode; 16] = [
         ],
     },
     Mode {
-        id: "plan_onboarding",
+        id: ModeId::PlanOnboarding,
         tier: Tier::Deep,
         summary: "Designs the first two weeks after purchase around a first-value event.",
+        purpose: "designs the first two weeks after purchase",
         recommended_context: &[
             "company.what_they_sell",
             "offer.promise",
@@ -134,9 +149,10 @@ pub static MODES: [Mode; 16] = [
         ],
     },
     Mode {
-        id: "decide_stack",
+        id: ModeId::DecideStack,
         tier: Tier::Flagship,
         summary: "Gives a build-vs-buy-vs-delete decision record for one capability.",
+        purpose: "gives a build-vs-buy-vs-delete decision record",
         recommended_context: &[
             "company.what_they_sell",
             "company.stage",
@@ -144,9 +160,10 @@ pub static MODES: [Mode; 16] = [
         ],
     },
     Mode {
-        id: "map_automation",
+        id: ModeId::MapAutomation,
         tier: Tier::Deep,
         summary: "Ranks what to automate, how, and what to keep manual.",
+        purpose: "ranks what to automate",
         recommended_context: &[
             "company.what_they_sell",
             "company.stage",
@@ -154,9 +171,10 @@ pub static MODES: [Mode; 16] = [
         ],
     },
     Mode {
-        id: "scope_role",
+        id: ModeId::ScopeRole,
         tier: Tier::Flagship,
         summary: "Defines a role and rules on hire vs agent vs do not fill.",
+        purpose: "defines a role and rules on hire vs agent vs do not fill",
         recommended_context: &[
             "company.what_they_sell",
             "company.stage",
@@ -165,9 +183,10 @@ pub static MODES: [Mode; 16] = [
         ],
     },
     Mode {
-        id: "map_accountability",
+        id: ModeId::MapAccountability,
         tier: Tier::Deep,
         summary: "Maps every outcome to a single owner and surfaces conflicts and overload.",
+        purpose: "maps outcomes to single owners",
         recommended_context: &[
             "company.what_they_sell",
             "company.stage",
@@ -176,30 +195,13 @@ pub static MODES: [Mode; 16] = [
     },
 ];
 
-/// Calls `$callback!` with the sixteen mode ids as string literals, in catalog order, after any
-/// leading tokens. Files embedded per mode need literal paths (`include_str!`), so every such
-/// list is spelled through this one; unit tests tie each embedded list to `MODES`.
-#[macro_export]
-macro_rules! with_mode_ids {
-    ($callback:ident ! ( $($lead:tt)* )) => {
-        $callback!(
-            $($lead)*
-            "diagnose_growth",
-            "design_offer",
-            "rewrite_pricing",
-            "funnel_review",
-            "write_outbound_sequence",
-            "audit_function",
-            "handle_objections",
-            "position_against_alternatives",
-            "plan_capacity",
-            "draft_sop",
-            "rescue_churn",
-            "plan_onboarding",
-            "decide_stack",
-            "map_automation",
-            "scope_role",
-            "map_accountability",
-        )
-    };
-}
+const _: () = {
+    let mut i = 0;
+    while i < TABLE.len() {
+        assert!(
+            mode_index(TABLE[i].id) == i,
+            "MODES must list the modes in ModeId order"
+        );
+        i += 1;
+    }
+};

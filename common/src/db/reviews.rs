@@ -341,7 +341,7 @@ pub fn response_json(
         ),
         None => preview,
     };
-    let self_path = format!("/api/v1/actions/review-request/requests/{}", req.id);
+    let self_path = crate::catalog::paths::review_request(&req.id);
     json!({
         "id": req.id,
         "status": req.status,

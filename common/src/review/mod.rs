@@ -83,7 +83,11 @@ pub const LINK_TOKEN_CHARS: usize = 22;
 
 /// The tracked link as the recipient sees it: `{public_base_url}/r/{token}`.
 pub fn tracked_link(public_base_url: &str, token: &str) -> String {
-    format!("{}/r/{token}", public_base_url.trim_end_matches('/'))
+    format!(
+        "{}{}",
+        public_base_url.trim_end_matches('/'),
+        crate::catalog::paths::review_link(token)
+    )
 }
 
 /// Every problem the schema cannot see, each with a JSON-pointer path. Expects a body that has

@@ -5,7 +5,7 @@
 
 use super::coverage::{self, Confidence};
 use super::schema::MODEL_GAPS_MAX;
-use grove_common::catalog::Mode;
+use grove_common::catalog::{CoachId, Mode, ModeId};
 use grove_common::schema::SchemaRegistry;
 use serde_json::{Map, Value};
 use std::sync::OnceLock;
@@ -28,7 +28,7 @@ pub const ENVELOPE_ORDER: [&str; 11] = [
 /// The deliverable envelope for `model_output`. Never panics: a key the model left out stays out
 /// (the published schema then reports it), and a value of the wrong type is passed through as is.
 pub fn assemble(
-    coach_id: &str,
+    coach_id: CoachId,
     mode: &Mode,
     request: &Value,
     model_output: Value,
@@ -167,13 +167,13 @@ pub fn normalise_enums(schema: &Value, value: &mut Value) {
     }
 }
 
-/// The published response schema of `mode_id`, from a registry loaded once per process.
+/// The published response schema of `mode`, from a registry loaded once per process.
 /// The files are embedded at compile time and a unit test compiles them, so `None` is unreachable
 /// in practice; it only skips the case repair.
-fn response_schema(mode_id: &str) -> Option<&'static Value> {
+fn response_schema(mode: ModeId) -> Option<&'static Value> {
     static REGISTRY: OnceLock<Option<SchemaRegistry>> = OnceLock::new();
     let registry = REGISTRY
         .get_or_init(|| SchemaRegistry::load().ok())
         .as_ref()?;
-    Some(registry.mode(mode_id)?.response.json())
+    Some(registry.mode(mode).response.json())
 }

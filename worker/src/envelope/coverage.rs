@@ -133,7 +133,7 @@ mod tests {
     use serde_json::json;
 
     fn diagnose() -> &'static Mode {
-        catalog::mode("diagnose_growth").unwrap()
+        catalog::mode(catalog::ModeId::DiagnoseGrowth)
     }
 
     fn request(context: Value, text: &str) -> Value {

@@ -3,25 +3,33 @@
 
 use super::check::{items, same};
 use super::outbound;
-use grove_common::schema::Violation;
+use grove_common::{catalog::ModeId, schema::Violation};
 use serde_json::Value;
 
-/// Violations of `mode_id`'s own rules in `envelope`.
-pub fn check(mode_id: &str, envelope: &Value) -> Vec<Violation> {
+/// Violations of `mode`'s own rules in `envelope`. Every mode has an arm, so a new mode cannot
+/// skip this check unnoticed.
+pub fn check(mode: ModeId, envelope: &Value) -> Vec<Violation> {
     let d = envelope.get("deliverable").unwrap_or(&Value::Null);
     let mut out = Vec::new();
-    match mode_id {
-        "write_outbound_sequence" => outbound::check(d, &mut out),
-        "handle_objections" => objections(d, &mut out),
-        "position_against_alternatives" => position(d, &mut out),
-        "plan_capacity" => capacity(envelope, &mut out),
-        "draft_sop" => sop(d, &mut out),
-        "rescue_churn" => churn(d, &mut out),
-        "plan_onboarding" => onboarding(d, &mut out),
-        "decide_stack" => stack(d, &mut out),
-        "map_automation" => automation(d, &mut out),
-        "map_accountability" => accountability(d, &mut out),
-        _ => {}
+    match mode {
+        ModeId::WriteOutboundSequence => outbound::check(d, &mut out),
+        ModeId::HandleObjections => objections(d, &mut out),
+        ModeId::PositionAgainstAlternatives => position(d, &mut out),
+        ModeId::PlanCapacity => capacity(envelope, &mut out),
+        ModeId::DraftSop => sop(d, &mut out),
+        ModeId::RescueChurn => churn(d, &mut out),
+        ModeId::PlanOnboarding => onboarding(d, &mut out),
+        ModeId::DecideStack => stack(d, &mut out),
+        ModeId::MapAutomation => automation(d, &mut out),
+        ModeId::MapAccountability => accountability(d, &mut out),
+        // No cross-field rules yet beyond the published schema and the shared envelope checks:
+        // the same behaviour as before these arms were spelled out. Their rules come later.
+        ModeId::DiagnoseGrowth
+        | ModeId::DesignOffer
+        | ModeId::RewritePricing
+        | ModeId::FunnelReview
+        | ModeId::AuditFunction
+        | ModeId::ScopeRole => {}
     }
     out
 }

@@ -2,35 +2,26 @@
 //! assembly of one call's system prompt and conversation.
 
 use crate::envelope::Confidence;
-use grove_common::catalog::{Coach, Mode};
+use grove_common::catalog::{ByCoach, ByMode, Coach, Mode};
 use serde_json::Value;
 
-/// Embeds `prompts/{dir}/{name}.md` for each listed name.
+/// Embeds `prompts/{dir}/{id}.md` for each id of a list macro, as a table of that list's type.
 macro_rules! embedded {
-    ($dir:literal: $($name:literal),* $(,)?) => {
-        &[$((
-            $name,
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts/", $dir, "/", $name, ".md")),
-        )),*]
+    ($table:ident $dir:literal: $($variant:ident $id:literal),* $(,)?) => {
+        $table::new([$(
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts/", $dir, "/", $id, ".md")),
+        )*])
     };
 }
 
 static HONESTY: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts/honesty.md"));
 static ENVELOPE: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts/envelope.md"));
 
-/// One persona per coach. A unit test checks the list against the catalog.
-static COACHES: &[(&str, &str)] =
-    embedded!("coaches": "mary", "reed", "iris", "oak", "violet", "fern", "willow");
+/// One persona per coach.
+static COACHES: ByCoach<&str> = grove_common::coaches!(embedded!(ByCoach "coaches":));
 
-/// Instructions per mode. A unit test checks the list against the catalog.
-static MODES: &[(&str, &str)] = grove_common::with_mode_ids!(embedded!("modes":));
-
-fn lookup(table: &[(&str, &'static str)], id: &str) -> &'static str {
-    table
-        .iter()
-        .find(|(k, _)| *k == id)
-        .map_or("", |(_, text)| text)
-}
+/// Instructions per mode.
+static MODES: ByMode<&str> = grove_common::modes!(embedded!(ByMode "modes":));
 
 /// Role of a conversation turn, as the provider APIs spell it.
 pub const USER: &str = "user";
@@ -96,8 +87,8 @@ fn system(
          - {gaps}\n\
          - {figures}\n\
          - Confidence ceiling: `{ceiling}`. `thinking.confidence` must not be higher.\n",
-        persona = lookup(COACHES, coach.id).trim_end(),
-        mode_text = lookup(MODES, mode.id),
+        persona = COACHES[coach.id].trim_end(),
+        mode_text = MODES[mode.id],
         envelope = ENVELOPE,
         honesty = HONESTY,
         tier = mode.tier.as_str(),

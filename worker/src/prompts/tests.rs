@@ -1,25 +1,22 @@
 use super::*;
 use crate::envelope::{confidence_ceiling, missing_recommended};
-use grove_common::catalog::{self, COACHES as CATALOG_COACHES, MODES as CATALOG_MODES};
+use grove_common::catalog::{
+    self, COACHES as CATALOG_COACHES, CoachId, MODES as CATALOG_MODES, ModeId,
+};
 use serde_json::json;
 
 #[test]
 fn every_coach_and_mode_has_its_own_prompt_file() {
-    let coaches: Vec<&str> = COACHES.iter().map(|(id, _)| *id).collect();
-    let ids: Vec<&str> = CATALOG_COACHES.iter().map(|c| c.id).collect();
-    assert_eq!(coaches, ids);
-    let modes: Vec<&str> = MODES.iter().map(|(id, _)| *id).collect();
-    let ids: Vec<&str> = CATALOG_MODES.iter().map(|m| m.id).collect();
-    assert_eq!(modes, ids);
-    for (id, text) in COACHES.iter().chain(MODES.iter()) {
-        assert!(text.len() > 200, "{id} prompt is a stub");
-    }
     for c in CATALOG_COACHES.iter() {
-        assert!(lookup(COACHES, c.id).contains(c.name), "{} persona", c.id);
+        let text = COACHES[c.id];
+        assert!(text.len() > 200, "{} prompt is a stub", c.id);
+        assert!(text.contains(c.name), "{} persona", c.id);
     }
     for m in CATALOG_MODES.iter() {
+        let text = MODES[m.id];
+        assert!(text.len() > 200, "{} prompt is a stub", m.id);
         let header = format!("# Mode: {}", m.id);
-        assert!(lookup(MODES, m.id).starts_with(&header), "{}", m.id);
+        assert!(text.starts_with(&header), "{}", m.id);
     }
 }
 
@@ -59,8 +56,8 @@ fn system_prompt_states_caps_missing_fields_and_ceiling_for_every_coach_and_mode
 
 #[test]
 fn full_context_says_so_and_allows_the_callers_figures() {
-    let mode = catalog::mode("diagnose_growth").unwrap();
-    let coach = catalog::coach("mary").unwrap();
+    let mode = catalog::mode(ModeId::DiagnoseGrowth);
+    let coach = catalog::coach(CoachId::Mary);
     let request = json!({"messages": [{"role": "user", "content": "Flat at $42,000."}],
         "context": {"company": {"what_they_sell": "bookkeeping"}, "metrics": {
             "monthly_revenue_usd": 42000, "leads_per_month": 20, "close_rate_pct": 45}}});
@@ -106,16 +103,16 @@ fn a_conversation_opening_or_ending_with_the_assistant_is_wrapped_in_user_turns(
 }
 
 fn build_default(request: &Value) -> (String, Vec<(&'static str, String)>) {
-    let mode = catalog::mode("diagnose_growth").unwrap();
-    let coach = catalog::coach("mary").unwrap();
+    let mode = catalog::mode(ModeId::DiagnoseGrowth);
+    let coach = catalog::coach(CoachId::Mary);
     build(coach, mode, request, &[], Confidence::Medium)
 }
 
 #[test]
 #[ignore = "prints a rendered prompt for review: cargo test -p grove-worker print_prompt -- --ignored --nocapture"]
 fn print_prompt() {
-    let mode = catalog::mode("rescue_churn").unwrap();
-    let coach = catalog::coach("violet").unwrap();
+    let mode = catalog::mode(ModeId::RescueChurn);
+    let coach = catalog::coach(CoachId::Violet);
     let request = json!({"messages": [{"role": "user", "content": "We lose 7% of 240 members monthly."}],
         "context": {"audience": {"icp": "Adults new to strength training"}}});
     let missing = missing_recommended(mode, &request);

@@ -219,7 +219,7 @@ async fn deliver(
     kind: &str,
     validity: std::time::Duration,
 ) -> Result<(), JobError> {
-    let link = format!("{}/r/{}", deps.public_base_url, req.link_token);
+    let link = grove_common::review::tracked_link(&deps.public_base_url, &req.link_token);
     let rendered = if kind == message_kind::INITIAL {
         message::render(
             req.template.as_deref(),
@@ -378,7 +378,7 @@ async fn first_outcome(deps: &Deps, review_id: &str) -> Result<(), JobError> {
         return Ok(());
     }
     let msg = reviews::message(&deps.db, &req.id, message_kind::INITIAL).await?;
-    let link = format!("{}/r/{}", deps.public_base_url, req.link_token);
+    let link = grove_common::review::tracked_link(&deps.public_base_url, &req.link_token);
     let preview = message::render(
         req.template.as_deref(),
         &req.first_name,

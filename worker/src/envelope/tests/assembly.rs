@@ -5,7 +5,7 @@ use crate::envelope::{assemble, check, normalise_enums};
 
 fn assembled(mode_id: &str, request: &Value, model: Value) -> Value {
     let receipt = json!({"id": "r1", "url": "/api/v1/receipts/r1", "expires_at": null});
-    let coach = catalog::coaches_offering(mode_id).next().unwrap();
+    let coach = catalog::coaches_offering(mode(mode_id).id).next().unwrap();
     assemble(
         coach.id,
         mode(mode_id),
@@ -122,7 +122,7 @@ fn enum_case_is_repaired_against_the_published_schema() {
     assert_eq!(out["deliverable"]["options"][0]["option"], json!("buy"));
     assert_eq!(out["deliverable"]["decision"]["choice"], json!("buy"));
     assert_eq!(out["actions"][0]["effort"], json!("hours"));
-    let schema = &registry().mode("decide_stack").unwrap().response;
+    let schema = &registry().mode(ModeId::DecideStack).response;
     assert_eq!(schema.violations(&out), vec![]);
 
     // Free text is never touched, and a value outside the enum is left for the validator.
@@ -140,7 +140,7 @@ fn a_non_object_answer_yields_an_envelope_the_validator_rejects() {
         json!("sorry"),
     );
     assert_eq!(out["context_gaps"], json!([]));
-    let schema = &registry().mode("diagnose_growth").unwrap().response;
+    let schema = &registry().mode(ModeId::DiagnoseGrowth).response;
     let v = schema.violations(&out);
     assert!(
         paths(&v).contains(&"/reply") && paths(&v).contains(&"/deliverable"),

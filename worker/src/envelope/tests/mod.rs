@@ -6,7 +6,7 @@ mod rules;
 mod samples;
 mod schemas;
 
-use grove_common::catalog::{self, MODES, Mode};
+use grove_common::catalog::{self, CoachId, MODES, Mode, ModeId};
 use grove_common::sandbox;
 use grove_common::schema::{SchemaRegistry, Violation};
 use serde_json::{Value, json};
@@ -20,12 +20,29 @@ pub fn registry() -> &'static SchemaRegistry {
     REGISTRY.get_or_init(|| SchemaRegistry::load().unwrap())
 }
 
-pub fn mode(id: &str) -> &'static Mode {
-    catalog::mode(id).unwrap()
+/// A mode named in a test: its id string or its `ModeId`.
+pub trait AsMode: Copy {
+    fn mode_id(self) -> ModeId;
+}
+
+impl AsMode for &str {
+    fn mode_id(self) -> ModeId {
+        ModeId::parse(self).unwrap()
+    }
+}
+
+impl AsMode for ModeId {
+    fn mode_id(self) -> ModeId {
+        self
+    }
+}
+
+pub fn mode(id: impl AsMode) -> &'static Mode {
+    catalog::mode(id.mode_id())
 }
 
 /// The sandbox envelope of `mode_id` as a paid answer: no `sandbox` flag.
-pub fn sample(mode_id: &str) -> Value {
+pub fn sample(mode_id: impl AsMode) -> Value {
     let m = mode(mode_id);
     let coach = catalog::coaches_offering(m.id).next().unwrap();
     let mut s = sandbox::coaching_sample(coach, m).unwrap();
@@ -34,7 +51,8 @@ pub fn sample(mode_id: &str) -> Value {
 }
 
 /// The request of the caller `mode_id`'s sample answers.
-pub fn request(mode_id: &str) -> Value {
+pub fn request(mode_id: impl AsMode) -> Value {
+    let mode_id = mode_id.mode_id().as_str();
     let callers: Value = serde_json::from_str(CALLERS).unwrap();
     let caller = &callers[mode_id];
     assert!(caller.is_object(), "no caller fixture for {mode_id}");

@@ -287,7 +287,7 @@ fn mistyped_fields_anywhere_never_panic() {
                     *broken.pointer_mut(&p).unwrap() = junk.clone();
                 }
                 check(m, &req, &broken);
-                crate::envelope::assemble("mary", m, &req, broken, (1, 2), json!({}));
+                crate::envelope::assemble(CoachId::Mary, m, &req, broken, (1, 2), json!({}));
             }
         }
     }

@@ -32,11 +32,7 @@ fn every_caller_fixture_leaves_exactly_the_samples_dotted_gaps_missing() {
 #[test]
 fn every_caller_fixture_is_a_valid_request() {
     for m in all_modes() {
-        let v = registry()
-            .mode(m.id)
-            .unwrap()
-            .request
-            .violations(&request(m.id));
+        let v = registry().mode(m.id).request.violations(&request(m.id));
         assert_eq!(v, vec![], "{}", m.id);
     }
 }
@@ -46,7 +42,7 @@ fn assembling_a_samples_model_part_reproduces_the_sample() {
     for m in all_modes() {
         let s = sample(m.id);
         let out = assemble(
-            s["agent"].as_str().unwrap(),
+            s["agent"].as_str().unwrap().parse().unwrap(),
             m,
             &request(m.id),
             model_part(&s),
@@ -56,7 +52,7 @@ fn assembling_a_samples_model_part_reproduces_the_sample() {
         assert_eq!(out, s, "{}", m.id);
         let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
         assert_eq!(keys, crate::envelope::ENVELOPE_ORDER.to_vec(), "{}", m.id);
-        let schema = &registry().mode(m.id).unwrap().response;
+        let schema = &registry().mode(m.id).response;
         assert_eq!(schema.violations(&out), vec![], "{}", m.id);
     }
 }
@@ -64,7 +60,7 @@ fn assembling_a_samples_model_part_reproduces_the_sample() {
 #[test]
 fn a_samples_model_part_fits_the_model_schema_and_both_provider_copies() {
     for m in all_modes() {
-        let published = registry().mode(m.id).unwrap().response.json();
+        let published = registry().mode(m.id).response.json();
         let model = model_schema(published);
         let part = model_part(&sample(m.id));
         for schema in [

@@ -58,8 +58,8 @@ fn walk(node: &Value, at: &str, f: &mut dyn FnMut(&str, &Value)) {
     }
 }
 
-fn published(mode_id: &str) -> &'static Value {
-    registry().mode(mode_id).unwrap().response.json()
+fn published(mode_id: impl AsMode) -> &'static Value {
+    registry().mode(mode_id.mode_id()).response.json()
 }
 
 #[test]

@@ -1,26 +1,45 @@
 //! The schema registry: the JSON Schema files in `schemas/`, embedded at compile time, compiled
 //! once at start-up, and used both to serve and to validate (what is published is what is enforced).
+//! The files themselves are generated from the catalog by [`generate`].
 
-use crate::catalog::{self, MODES};
+pub mod generate;
+
+use crate::catalog::{ByMode, ModeId};
 use jsonschema::{Validator, error::ValidationErrorKind};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::HashMap;
 
-/// Embeds `schemas/{dir}/request.json` and `response.json` for each listed directory.
-macro_rules! embedded_pairs {
-    ($($dir:literal),* $(,)?) => {
-        &[$((
+/// `(directory, request.json, response.json)` under `schemas/`, embedded.
+macro_rules! embedded_pair {
+    ($dir:expr) => {
+        (
             $dir,
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/", $dir, "/request.json")),
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/", $dir, "/response.json")),
-        )),*]
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../schemas/",
+                $dir,
+                "/request.json"
+            )),
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../schemas/",
+                $dir,
+                "/response.json"
+            )),
+        )
     };
 }
 
-/// (directory, request schema, response schema). A unit test checks this list against the catalog.
-static COACHING_FILES: &[(&str, &str, &str)] = crate::with_mode_ids!(embedded_pairs!());
-static ACTION_FILES: &[(&str, &str, &str)] = embedded_pairs!("actions/review_request");
+macro_rules! mode_files {
+    ($($variant:ident $id:literal),* $(,)?) => {
+        ByMode::new([$(embedded_pair!($id)),*])
+    };
+}
+
+type Files = (&'static str, &'static str, &'static str);
+
+static COACHING_FILES: ByMode<Files> = crate::modes!(mode_files!());
+static ACTION_FILES: Files = embedded_pair!("actions/review_request");
 
 /// One published schema: its exact bytes, parsed form and compiled validator.
 pub struct SchemaDoc {
@@ -74,8 +93,6 @@ pub enum SchemaError {
     },
     #[error("schema {name} does not compile: {message}")]
     Compile { name: String, message: String },
-    #[error("no schema embedded for mode {0}")]
-    Missing(&'static str),
 }
 
 impl SchemaDoc {
@@ -211,35 +228,28 @@ pub struct SchemaPair {
 
 /// Every published schema, compiled.
 pub struct SchemaRegistry {
-    modes: HashMap<&'static str, SchemaPair>,
+    modes: ByMode<SchemaPair>,
     action: SchemaPair,
 }
 
+fn pair((dir, req, resp): &Files) -> Result<SchemaPair, SchemaError> {
+    Ok(SchemaPair {
+        request: SchemaDoc::compile(&format!("{dir}/request.json"), req)?,
+        response: SchemaDoc::compile(&format!("{dir}/response.json"), resp)?,
+    })
+}
+
 impl SchemaRegistry {
-    /// Parses and compiles every embedded schema; fails if any mode of the catalog lacks one.
+    /// Parses and compiles every embedded schema (one pair per mode, by construction).
     pub fn load() -> Result<Self, SchemaError> {
-        let pair = |(dir, req, resp): &(&'static str, &'static str, &'static str)| -> Result<SchemaPair, SchemaError> {
-            Ok(SchemaPair {
-                request: SchemaDoc::compile(&format!("{dir}/request.json"), req)?,
-                response: SchemaDoc::compile(&format!("{dir}/response.json"), resp)?,
-            })
-        };
-        let mut modes = HashMap::new();
-        for entry in COACHING_FILES {
-            modes.insert(entry.0, pair(entry)?);
-        }
-        for m in MODES.iter() {
-            if !modes.contains_key(m.id) {
-                return Err(SchemaError::Missing(m.id));
-            }
-        }
-        let action = pair(&ACTION_FILES[0])?;
-        Ok(Self { modes, action })
+        Ok(Self {
+            modes: COACHING_FILES.try_map(|_, files| pair(files))?,
+            action: pair(&ACTION_FILES)?,
+        })
     }
 
-    pub fn mode(&self, mode_id: &str) -> Option<&SchemaPair> {
-        catalog::mode(mode_id)?;
-        self.modes.get(mode_id)
+    pub fn mode(&self, mode: ModeId) -> &SchemaPair {
+        &self.modes[mode]
     }
 
     pub fn action(&self) -> &SchemaPair {
@@ -250,6 +260,7 @@ impl SchemaRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::{self, MODES};
     use serde_json::json;
 
     fn registry() -> SchemaRegistry {
@@ -257,10 +268,10 @@ mod tests {
     }
 
     #[test]
-    fn embedded_schemas_match_the_catalog_exactly() {
-        let dirs: Vec<&str> = COACHING_FILES.iter().map(|e| e.0).collect();
-        let ids: Vec<&str> = MODES.iter().map(|m| m.id).collect();
-        assert_eq!(dirs, ids);
+    fn each_mode_embeds_its_own_directory() {
+        for (id, (dir, _, _)) in COACHING_FILES.entries() {
+            assert_eq!(*dir, id.as_str());
+        }
         registry();
     }
 
@@ -268,7 +279,7 @@ mod tests {
     fn response_schema_caps_follow_the_tier_and_agents_follow_the_coaches() {
         let reg = registry();
         for m in MODES.iter() {
-            let s = reg.mode(m.id).expect("schema").response.json().clone();
+            let s = reg.mode(m.id).response.json().clone();
             let caps = m.tier.caps();
             let p = &s["properties"];
             let expected = [
@@ -281,7 +292,9 @@ mod tests {
             for (pointer, cap) in expected {
                 assert_eq!(p.pointer(pointer), Some(&json!(cap)), "{} {pointer}", m.id);
             }
-            let agents: Vec<&str> = catalog::coaches_offering(m.id).map(|c| c.id).collect();
+            let agents: Vec<&str> = catalog::coaches_offering(m.id)
+                .map(|c| c.id.as_str())
+                .collect();
             assert_eq!(p["agent"]["enum"], json!(agents), "{}", m.id);
             assert_eq!(p["mode"]["const"], json!(m.id));
         }
@@ -297,11 +310,7 @@ mod tests {
             "context": {"metrics": {"close_rate_pct": 140}, "colour": "red"},
             "extra": 1
         });
-        let v = reg
-            .mode("diagnose_growth")
-            .expect("schema")
-            .request
-            .violations(&body);
+        let v = reg.mode(ModeId::DiagnoseGrowth).request.violations(&body);
         let paths: Vec<&str> = v.iter().map(|v| v.path.as_str()).collect();
         for expected in [
             "/messages/0/role",
@@ -317,8 +326,7 @@ mod tests {
         }
         assert!(v.iter().all(|v| v.message.len() < 400));
         let missing = reg
-            .mode("diagnose_growth")
-            .expect("schema")
+            .mode(ModeId::DiagnoseGrowth)
             .request
             .violations(&json!({}));
         let paths: Vec<&str> = missing.iter().map(|v| v.path.as_str()).collect();
