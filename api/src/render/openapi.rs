@@ -134,7 +134,7 @@ fn paid_operation(
             "422": error_response("validation_failed (every violation with its JSON pointer), consent_invalid, or invalid_request when one body has problems of more than one kind; every detail carries its own code (validation_failed or consent_invalid). Also mode_not_offered, idempotency_key_reused, invalid_idempotency_key."),
             "429": error_with_retry_after("rate_limited, with Retry-After."),
             "502": error_response("upstream_failed after settlement; the body carries the receipt and a retry is free."),
-            "503": error_with_retry_after("unavailable, payments_disabled, or settlement_unavailable (our facilitator credentials were refused: the identical retry with the same payment works once fixed); nothing was charged."),
+            "503": error_with_retry_after("unavailable, payments_disabled, or settlement_unavailable (our facilitator credentials were refused, or our chain endpoint is down: the identical retry with the same payment works once fixed); nothing was charged."),
             "504": error_with_retry_after("still_running or settlement_pending: the deadline passed; the body carries the receipt to poll."),
         },
         "x-payment-info": payment_info,

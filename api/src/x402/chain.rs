@@ -12,8 +12,8 @@ mod lookup;
 
 use super::facilitator::SettleRequest;
 use super::settle::{
-    AuthorizationQuery, AuthorizationReader, AuthorizationState, SentTransaction, SettleOutcome,
-    Settler,
+    AuthorizationQuery, AuthorizationReader, AuthorizationState, SETTLER_UNAVAILABLE,
+    SentTransaction, SettleOutcome, Settler,
 };
 use alloy_network::eip2718::Encodable2718;
 use alloy_network::{EthereumWallet, NetworkTransactionBuilder, TransactionBuilder};
@@ -280,7 +280,7 @@ impl SelfSettler {
                 Err(e) => {
                     tracing::error!(error = %e, "x402.settle_self could not sign");
                     return Err(SettleOutcome::Refused {
-                        reason: "settlement_unavailable".into(),
+                        reason: SETTLER_UNAVAILABLE.into(),
                     });
                 }
             };
@@ -409,7 +409,7 @@ impl SelfSettler {
     fn unavailable(&self, e: &TransportError) -> SettleOutcome {
         tracing::warn!(error = %self.rpc.describe(e), "x402.settle_self RPC unavailable");
         SettleOutcome::Refused {
-            reason: "settlement_unavailable".into(),
+            reason: SETTLER_UNAVAILABLE.into(),
         }
     }
 }
@@ -418,7 +418,7 @@ impl SelfSettler {
 fn too_slow_to_send() -> SettleOutcome {
     tracing::warn!("x402.settle_self deadline passed before sending");
     SettleOutcome::Refused {
-        reason: "settlement_unavailable".into(),
+        reason: SETTLER_UNAVAILABLE.into(),
     }
 }
 

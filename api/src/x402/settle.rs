@@ -41,6 +41,9 @@ pub struct SentTransaction {
 /// The refusal reason of a facilitator that refused our credentials (HTTP 401/403): nothing was
 /// processed, and it is the operator's fault, not the payer's (`is_operator_fault`).
 pub const FACILITATOR_UNAUTHORIZED: &str = "facilitator_unauthorized";
+/// The refusal reason of our own settlement when nothing was sent because of us (the RPC is
+/// unreachable, the key cannot sign, the deadline passed in our queue): the operator's fault too.
+pub const SETTLER_UNAVAILABLE: &str = "settlement_unavailable";
 
 impl SettleOutcome {
     /// The metric label.
@@ -63,9 +66,11 @@ impl SettleOutcome {
     }
 
     /// Nothing was settled because our own set-up is broken (the facilitator refused our
-    /// credentials): not the payer's fault, so not a 402, and the authorization stays usable.
+    /// credentials, our RPC is down): not the payer's fault, so not a 402, and the authorization
+    /// stays usable.
     pub fn is_operator_fault(&self) -> bool {
-        matches!(self, Self::Refused { reason } if reason == FACILITATOR_UNAUTHORIZED)
+        matches!(self, Self::Refused { reason }
+            if reason == FACILITATOR_UNAUTHORIZED || reason == SETTLER_UNAVAILABLE)
     }
 }
 
