@@ -23,7 +23,10 @@ enum Payments {
 impl MigrationTrait for Migration {
     async fn up(&self, m: &SchemaManager) -> Result<(), DbErr> {
         // One column per statement: SQLite alters one thing at a time.
-        for mut column in [string_null(Payments::SentTx), text_null(Payments::SentTxRaw)] {
+        for mut column in [
+            string_null(Payments::SentTx),
+            text_null(Payments::SentTxRaw),
+        ] {
             m.alter_table(
                 Table::alter()
                     .table(Payments::Table)

@@ -227,7 +227,10 @@ impl Chain {
             value: uint("value"),
             validAfter: uint("validAfter"),
             validBefore: uint("validBefore"),
-            nonce: auth["nonce"].as_str().and_then(|s| s.parse().ok()).expect("nonce"),
+            nonce: auth["nonce"]
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .expect("nonce"),
             v: sig[64],
             r: B256::from_slice(&sig[..32]),
             s: B256::from_slice(&sig[32..64]),
@@ -257,11 +260,9 @@ impl Chain {
         let pending = self
             .rpc("eth_getTransactionCount", json!([who, "pending"]))
             .await;
-        let pending = u64::from_str_radix(
-            pending.as_str().expect("hex").trim_start_matches("0x"),
-            16,
-        )
-        .expect("hex");
+        let pending =
+            u64::from_str_radix(pending.as_str().expect("hex").trim_start_matches("0x"), 16)
+                .expect("hex");
         pending - self.nonce(who).await
     }
 

@@ -60,11 +60,19 @@ fn settlement_of(r: &reqwest::Response) -> Value {
 
 /// Checks that a `PAYMENT-RESPONSE` names a mined transaction that used `payment`'s
 /// authorization; returns its hash.
-async fn assert_names_the_transfer(chain: &Chain, settle: &Value, rig: &PaidApp, payment: &str) -> String {
+async fn assert_names_the_transfer(
+    chain: &Chain,
+    settle: &Value,
+    rig: &PaidApp,
+    payment: &str,
+) -> String {
     assert_eq!(settle["success"], true, "{settle}");
     assert_eq!(settle["network"], "eip155:8453", "{settle}");
     assert_eq!(settle["payer"], format!("{:#x}", rig.wallet.address()));
-    let hash = settle["transaction"].as_str().expect("transaction").to_owned();
+    let hash = settle["transaction"]
+        .as_str()
+        .expect("transaction")
+        .to_owned();
     let receipt = chain.receipt(&hash).await;
     assert_eq!(receipt["status"], "0x1", "{settle}");
     let nonce: B256 = decode_b64_json(payment)["payload"]["authorization"]["nonce"]
@@ -138,7 +146,11 @@ async fn a_settlement_stuck_in_the_mempool_is_followed_not_resent_and_reconciled
         1,
         "one transaction in the mempool, however many passes"
     );
-    assert_eq!(chain.balance(pay_to()).await, U256::ZERO, "nothing mined yet");
+    assert_eq!(
+        chain.balance(pay_to()).await,
+        U256::ZERO,
+        "nothing mined yet"
+    );
     assert_eq!(rig.llm.received(), 0);
 
     chain.rpc("evm_setAutomine", json!([true])).await;
@@ -153,7 +165,11 @@ async fn a_settlement_stuck_in_the_mempool_is_followed_not_resent_and_reconciled
         "exactly one transaction from the settler"
     );
     assert_eq!(chain.authorizations_used(rig.wallet.address()).await, 1);
-    assert_eq!(chain.balance(pay_to()).await, U256::from(PRICE), "moved once");
+    assert_eq!(
+        chain.balance(pay_to()).await,
+        U256::from(PRICE),
+        "moved once"
+    );
     assert_eq!(
         chain.balance(rig.wallet.address()).await,
         U256::from(1_000_000 - PRICE)
@@ -162,7 +178,10 @@ async fn a_settlement_stuck_in_the_mempool_is_followed_not_resent_and_reconciled
     let r = rig.send_paid(PATH, &body, &payment, None).await;
     assert_eq!(r.status(), 200);
     let hash = assert_names_the_transfer(&chain, &settlement_of(&r), &rig, &payment).await;
-    assert_eq!(rig.app.get_json(&receipt_url).await["transaction"], hash.as_str());
+    assert_eq!(
+        rig.app.get_json(&receipt_url).await["transaction"],
+        hash.as_str()
+    );
     assert_eq!(rig.llm.received(), 1);
 }
 
@@ -193,7 +212,9 @@ async fn a_settlement_whose_transaction_lost_its_nonce_is_sent_again_once() {
     let db = grove_common::db::connect_url(&rig.db.url)
         .await
         .expect("database");
-    let first = followed_tx(&db).await.expect("the sent transaction is kept");
+    let first = followed_tx(&db)
+        .await
+        .expect("the sent transaction is kept");
 
     // Our transaction leaves the mempool and another one of the settler key takes its nonce:
     // it can never be mined now.
@@ -223,7 +244,11 @@ async fn a_settlement_whose_transaction_lost_its_nonce_is_sent_again_once() {
     let hash = assert_names_the_transfer(&chain, &settlement_of(&r), &rig, &payment).await;
     assert_ne!(hash, first);
     assert_eq!(chain.authorizations_used(rig.wallet.address()).await, 1);
-    assert_eq!(chain.nonce(settler()).await, nonce + 2, "the intruder and one resend");
+    assert_eq!(
+        chain.nonce(settler()).await,
+        nonce + 2,
+        "the intruder and one resend"
+    );
     assert_eq!(chain.balance(pay_to()).await, U256::from(PRICE));
     assert_eq!(rig.llm.received(), 1);
 }
@@ -258,7 +283,11 @@ async fn sixty_four_concurrent_paid_calls_make_sixty_four_transfers_through_the_
     }
     assert_eq!(transactions.len(), 64, "64 distinct transactions");
     assert_eq!(chain.authorizations_used(rig.wallet.address()).await, 64);
-    assert_eq!(chain.nonce(settler()).await, sent_before + 64, "no nonce collision");
+    assert_eq!(
+        chain.nonce(settler()).await,
+        sent_before + 64,
+        "no nonce collision"
+    );
     assert_eq!(chain.balance(rig.wallet.address()).await, U256::ZERO);
     assert_eq!(chain.balance(pay_to()).await, U256::from(64 * PRICE));
     assert_eq!(rig.llm.received(), 64, "one model call each");

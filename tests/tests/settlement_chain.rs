@@ -232,7 +232,10 @@ async fn with_mining_stopped_the_outcome_is_unknown_and_the_authorization_is_use
         panic!("expected an unknown outcome naming its transaction, got {outcome:?}");
     };
     assert_eq!(reason, "settlement_pending");
-    assert!(sent.raw.is_some(), "our own transaction keeps its signed bytes");
+    assert!(
+        sent.raw.is_some(),
+        "our own transaction keeps its signed bytes"
+    );
     assert_eq!(reader.authorization_used(from, nonce).await, Ok(false));
     assert_eq!(chain.balance(pay_to()).await, U256::ZERO);
 

@@ -58,11 +58,27 @@ async fn a_facilitator_that_settles_then_answers_late_or_with_an_error_delivers_
     // BASE_RPC_URL a transfer proven only by a used nonce has no hash to report; with it, the
     // chain names it: `settlement_reconcile.rs`.)
     let faults = [
-        ("late answer", SettleScript::Slow(Duration::from_secs(3)), false),
-        ("500 after settling", SettleScript::SettleThenStatus(500), false),
-        ("502 after settling", SettleScript::SettleThenStatus(502), false),
+        (
+            "late answer",
+            SettleScript::Slow(Duration::from_secs(3)),
+            false,
+        ),
+        (
+            "500 after settling",
+            SettleScript::SettleThenStatus(500),
+            false,
+        ),
+        (
+            "502 after settling",
+            SettleScript::SettleThenStatus(502),
+            false,
+        ),
         ("settlement_pending", SettleScript::Pending, true),
-        ("success without a payer", SettleScript::SettleWithoutPayer, true),
+        (
+            "success without a payer",
+            SettleScript::SettleWithoutPayer,
+            true,
+        ),
     ];
     for (n, (fault, script, named)) in faults.into_iter().enumerate() {
         let body = caller_body("diagnose_growth");

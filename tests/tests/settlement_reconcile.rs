@@ -85,7 +85,11 @@ async fn a_payer_who_cancels_while_the_outcome_is_unknown_gets_no_work() {
     let receipt = rig.app.get_json(&receipt_url).await;
     assert_eq!(receipt["settlement"], "refused");
     assert!(receipt["result"].is_null());
-    assert_eq!(rig.llm.received(), 0, "no model call for money that never moved");
+    assert_eq!(
+        rig.llm.received(),
+        0,
+        "no model call for money that never moved"
+    );
     let pay_to: Address = PAY_TO.parse().expect("address");
     assert_eq!(chain.balance(pay_to).await, U256::ZERO);
     assert_eq!(chain.authorizations_used(rig.wallet.address()).await, 0);
@@ -119,9 +123,10 @@ async fn a_transfer_the_facilitator_broadcast_before_failing_is_found_on_chain_w
         })
         .await;
 
-    wait_until("reconciliation finds the transfer and the work runs", async || {
-        rig.app.get_json(&receipt_url).await["status"] == "completed"
-    })
+    wait_until(
+        "reconciliation finds the transfer and the work runs",
+        async || rig.app.get_json(&receipt_url).await["status"] == "completed",
+    )
     .await;
     assert_eq!(
         rig.app.get_json(&receipt_url).await["transaction"],
@@ -139,7 +144,14 @@ async fn a_transfer_the_facilitator_broadcast_before_failing_is_found_on_chain_w
             "payer": format!("{:#x}", rig.wallet.address()),
         })
     );
-    assert_eq!(chain.balance(PAY_TO.parse().expect("address")).await, U256::from(PRICE));
+    assert_eq!(
+        chain.balance(PAY_TO.parse().expect("address")).await,
+        U256::from(PRICE)
+    );
     assert_eq!(rig.llm.received(), 1);
-    assert_eq!(rig.facilitator.transfers(), 0, "the fake moved nothing: the chain did");
+    assert_eq!(
+        rig.facilitator.transfers(),
+        0,
+        "the fake moved nothing: the chain did"
+    );
 }

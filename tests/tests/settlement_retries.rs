@@ -22,7 +22,11 @@ const PATH: &str = "/api/v1/agents/mary/call";
 
 async fn rig(deadline_s: u64, extra_env: &[(&str, &str)]) -> PaidApp {
     let mut env = vec![("X402_FACILITATOR_TIMEOUT_S".to_owned(), "1".to_owned())];
-    env.extend(extra_env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+    env.extend(
+        extra_env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
     spawn_paid(Options {
         deadline_s,
         redis_workers: usize::from(db::backend() == "postgres"),
@@ -56,7 +60,10 @@ async fn a_keyless_scope_is_not_taken_over_while_its_settlement_is_unknown() {
     assert_eq!(r.status(), 504);
     let error = error_of(r).await;
     assert_eq!(error["code"], "settlement_pending");
-    let receipt_url = error["receipt"]["url"].as_str().expect("receipt").to_owned();
+    let receipt_url = error["receipt"]["url"]
+        .as_str()
+        .expect("receipt")
+        .to_owned();
 
     // Past the keyless coaching window (10 minutes) on the service clock, the same body with a
     // new authorization is still the same request: never a second charge.
@@ -91,7 +98,10 @@ async fn a_keyless_scope_is_not_taken_over_while_its_paid_work_is_undelivered() 
     assert_eq!(r.status(), 504);
     let error = error_of(r).await;
     assert_eq!(error["code"], "still_running");
-    let receipt_url = error["receipt"]["url"].as_str().expect("receipt").to_owned();
+    let receipt_url = error["receipt"]["url"]
+        .as_str()
+        .expect("receipt")
+        .to_owned();
 
     rig.clock.advance(TimeDelta::minutes(11));
     let second = rig.payment_for(PATH, &body, PayOptions::default()).await;
@@ -130,7 +140,11 @@ async fn the_identical_retry_while_the_outcome_is_unknown_waits_uncharged_then_g
     let error = error_of(retry).await;
     assert_eq!(error["code"], "settlement_pending");
     assert_eq!(error["receipt"]["url"], receipt_url.as_str());
-    assert_eq!(rig.llm.received(), 0, "nothing runs while the money is unknown");
+    assert_eq!(
+        rig.llm.received(),
+        0,
+        "nothing runs while the money is unknown"
+    );
 
     rig.facilitator.script(SettleScript::Success);
     wait_until("reconciliation settles and the work runs", async || {
@@ -140,11 +154,7 @@ async fn the_identical_retry_while_the_outcome_is_unknown_waits_uncharged_then_g
     let retry = rig.send_paid(PATH, &body, &payment, Some("k")).await;
     assert_eq!(retry.status(), 200);
     assert_eq!(retry.headers()["idempotent-replay"], "true");
-    let settle = decode_b64_json(
-        retry.headers()["payment-response"]
-            .to_str()
-            .expect("ascii"),
-    );
+    let settle = decode_b64_json(retry.headers()["payment-response"].to_str().expect("ascii"));
     let tx = rig.facilitator.transaction_of(&nonce_of(&payment));
     assert!(tx.is_some());
     assert_eq!(settle["transaction"].as_str(), tx.as_deref());

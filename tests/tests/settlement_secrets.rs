@@ -46,7 +46,10 @@ fn rpc_url(chain: &Chain) -> String {
 
 /// Pays for one call through the process; returns the status.
 async fn pay(api: &ApiProcess, wallet: &TestWallet, key: &str) -> u16 {
-    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
     let url = format!("{}{PATH}", api.url);
     let body = caller_body("diagnose_growth").to_string();
     let post = || {
@@ -80,7 +83,10 @@ fn assert_clean(log: &str, secrets: &[&str]) {
             .filter(|l| l.len() >= 16 && !l.starts_with("-----"));
         for piece in std::iter::once(*secret).chain(pieces) {
             let line = log.lines().find(|l| l.contains(piece));
-            assert!(line.is_none(), "a secret reached the log: {piece:.12}… in {line:?}");
+            assert!(
+                line.is_none(),
+                "a secret reached the log: {piece:.12}… in {line:?}"
+            );
         }
     }
 }
@@ -135,7 +141,10 @@ async fn a_facilitator_settlement_logs_neither_its_auth_header_nor_the_rpc_key()
 
     let log = api.log();
     assert!(logged(&log, "facilitator answered") || logged(&log, "settlement outcome unknown"));
-    assert_clean(&log, &[AUTH_SECRET, "fac-secret-9f8e7d6c5b4a39281706", RPC_SECRET]);
+    assert_clean(
+        &log,
+        &[AUTH_SECRET, "fac-secret-9f8e7d6c5b4a39281706", RPC_SECRET],
+    );
 }
 
 #[tokio::test]

@@ -71,11 +71,10 @@ pub async fn find_scope(
 
 /// The record holding `scope`, expired or not: a scope whose call has not finished is held past
 /// its window (see `claim`).
-async fn holder(
-    db: &DatabaseConnection,
-    scope: &str,
-) -> Result<Option<idempotency::Model>, DbErr> {
-    idempotency::Entity::find_by_id(scope.to_owned()).one(db).await
+async fn holder(db: &DatabaseConnection, scope: &str) -> Result<Option<idempotency::Model>, DbErr> {
+    idempotency::Entity::find_by_id(scope.to_owned())
+        .one(db)
+        .await
 }
 
 /// Calls whose scope another request may take once its window is over: finished with a result

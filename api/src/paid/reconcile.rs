@@ -194,7 +194,10 @@ async fn check(
                 .col_expr(payment::Column::UpdatedAt, Expr::value(now));
             if let Some(sent) = sent {
                 update = update
-                    .col_expr(payment::Column::SentTx, Expr::value(Some(sent.hash.clone())))
+                    .col_expr(
+                        payment::Column::SentTx,
+                        Expr::value(Some(sent.hash.clone())),
+                    )
                     .col_expr(payment::Column::SentTxRaw, Expr::value(sent.raw.clone()));
             }
             update
@@ -222,7 +225,9 @@ async fn decide(state: &AppState, p: &payment::Model) -> Decision {
             }
             // Not used yet: settling again below may settle it now.
             Ok(AuthorizationState::Unused) => {}
-            Err(e) => tracing::warn!(error = %e, payment = %p.id, "authorization unreadable on chain"),
+            Err(e) => {
+                tracing::warn!(error = %e, payment = %p.id, "authorization unreadable on chain")
+            }
         }
     }
     let Some(request) = p

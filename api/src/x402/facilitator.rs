@@ -141,7 +141,9 @@ impl Auth {
     /// Which variables the credentials come from, for an error a person acts on.
     fn kind(&self) -> &'static str {
         match self {
-            Auth::None => "none configured (X402_FACILITATOR_AUTH or CDP_API_KEY_ID/CDP_API_KEY_SECRET)",
+            Auth::None => {
+                "none configured (X402_FACILITATOR_AUTH or CDP_API_KEY_ID/CDP_API_KEY_SECRET)"
+            }
             Auth::Static(_) => "X402_FACILITATOR_AUTH",
             Auth::Cdp { .. } => "CDP_API_KEY_ID/CDP_API_KEY_SECRET",
         }

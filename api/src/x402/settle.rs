@@ -319,7 +319,10 @@ mod tests {
         for (answer, reason) in [
             (success(TX, "", Some(PAYER)), "settled_without_network"),
             (success(TX, "eip155:8453", None), "settled_without_payer"),
-            (success(TX, "eip155:8453", Some("")), "settled_without_payer"),
+            (
+                success(TX, "eip155:8453", Some("")),
+                "settled_without_payer",
+            ),
             (
                 success(TX, "eip155:8453", Some("not an address")),
                 "settled_for_another_payer",

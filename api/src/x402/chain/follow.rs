@@ -69,16 +69,17 @@ impl SelfSettler {
         match self.rpc.provider.send_raw_transaction(&bytes).await {
             Ok(_) => Standing::Pending,
             Err(RpcError::ErrorResp(p)) if already_has_it(&p.message) => Standing::Pending,
-            Err(RpcError::ErrorResp(p)) if p.message.to_ascii_lowercase().contains("nonce too low") => {
+            Err(RpcError::ErrorResp(p))
+                if p.message.to_ascii_lowercase().contains("nonce too low") =>
+            {
                 // Its nonce is spent: by ours, mined since the first look, or by another.
-                self.mined(hash)
-                    .await
-                    .unwrap_or(Standing::Dropped("its nonce was used by another transaction"))
+                self.mined(hash).await.unwrap_or(Standing::Dropped(
+                    "its nonce was used by another transaction",
+                ))
             }
-            Err(RpcError::ErrorResp(p)) => Standing::Unknowable(format!(
-                "re-broadcast refused by the node: {}",
-                p.message
-            )),
+            Err(RpcError::ErrorResp(p)) => {
+                Standing::Unknowable(format!("re-broadcast refused by the node: {}", p.message))
+            }
             Err(e) => Standing::Unknowable(self.rpc.describe(&e)),
         }
     }

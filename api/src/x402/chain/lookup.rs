@@ -47,9 +47,8 @@ impl Rpc {
         let paid_us = receipt.logs().iter().any(|l| {
             l.log_index == next
                 && l.address() == USDC
-                && IUsdc::Transfer::decode_log(&l.inner).is_ok_and(|t| {
-                    t.from == q.authorizer && t.to == q.to && t.value == q.value
-                })
+                && IUsdc::Transfer::decode_log(&l.inner)
+                    .is_ok_and(|t| t.from == q.authorizer && t.to == q.to && t.value == q.value)
         });
         Ok(if paid_us {
             AuthorizationState::Paid {
