@@ -9,6 +9,7 @@
 mod authorization;
 mod follow;
 mod lookup;
+mod rpc;
 
 use super::facilitator::SettleRequest;
 use super::settle::{
@@ -18,8 +19,8 @@ use super::settle::{
 use alloy_network::eip2718::Encodable2718;
 use alloy_network::{EthereumWallet, NetworkTransactionBuilder, TransactionBuilder};
 use alloy_primitives::{Address, B256, Bytes, TxHash};
+use alloy_provider::Provider;
 use alloy_provider::transport::{RpcError, TransportError};
-use alloy_provider::{Provider, ProviderBuilder, RootProvider};
 use alloy_rpc_types_eth::TransactionRequest;
 use alloy_signer_local::PrivateKeySigner;
 use alloy_sol_types::{SolCall, sol};
@@ -31,6 +32,8 @@ use tokio::sync::Mutex;
 use tokio::time::{Instant, timeout_at};
 
 pub use authorization::refusal_reason;
+pub use rpc::ChainReader;
+use rpc::Rpc;
 
 sol! {
     /// The part of USDC (FiatToken v2) that settlement uses.
@@ -59,8 +62,6 @@ pub const USDC: Address = super::eip3009::USDC;
 
 /// How often a settlement asks for its receipt. Base makes a block every 2 s.
 const RECEIPT_POLL: Duration = Duration::from_millis(200);
-/// One JSON-RPC request, so that a hung endpoint cannot hold a settlement past its deadline.
-const RPC_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Gas headroom over the estimate: state can change between the estimate and the block.
 const GAS_MARGIN_PERCENT: u64 = 25;
 
@@ -74,82 +75,6 @@ pub enum ChainError {
     Rpc(String),
     #[error("BASE_RPC_URL serves chain {got}, not Base ({expected})")]
     WrongChain { expected: u64, got: u64 },
-}
-
-/// A JSON-RPC connection to Base, with the URL (which may carry an API key) kept out of errors.
-#[derive(Clone)]
-struct Rpc {
-    provider: RootProvider,
-    /// The URL as written and as `Url` prints it, to blank out of error text.
-    redact: [String; 2],
-}
-
-impl Rpc {
-    fn new(rpc_url: &Secret) -> Result<Self, ChainError> {
-        let url: reqwest::Url = rpc_url.expose().parse().map_err(|_| ChainError::RpcUrl)?;
-        let client = reqwest::Client::builder()
-            .timeout(RPC_REQUEST_TIMEOUT)
-            .connect_timeout(Duration::from_secs(5))
-            .build()
-            .map_err(|_| ChainError::Rpc("could not build an HTTP client".into()))?;
-        let redact = [rpc_url.expose().to_owned(), url.as_str().to_owned()];
-        let provider = ProviderBuilder::new()
-            .disable_recommended_fillers()
-            .connect_reqwest(client, url);
-        Ok(Self { provider, redact })
-    }
-
-    /// An RPC error as text safe to log and to keep.
-    fn describe(&self, e: &TransportError) -> String {
-        let mut text = e.to_string();
-        for secret in &self.redact {
-            text = text.replace(secret.as_str(), "<BASE_RPC_URL>");
-        }
-        text
-    }
-
-    async fn authorization_used(&self, authorizer: Address, nonce: B256) -> Result<bool, String> {
-        let call = IUsdc::authorizationStateCall { authorizer, nonce };
-        let tx = TransactionRequest::default()
-            .with_to(USDC)
-            .with_input(call.abi_encode());
-        let out = self
-            .provider
-            .call(tx)
-            .latest()
-            .await
-            .map_err(|e| self.describe(&e))?;
-        IUsdc::authorizationStateCall::abi_decode_returns(&out)
-            .map_err(|e| format!("authorizationState answered {out}: {e}"))
-    }
-}
-
-/// Reads USDC's `authorizationState` through `BASE_RPC_URL` (reconciliation, x402 notes §7.2).
-#[derive(Clone)]
-pub struct ChainReader {
-    rpc: Rpc,
-}
-
-impl ChainReader {
-    /// No request is made until the first read.
-    pub fn new(rpc_url: &Secret) -> Result<Self, ChainError> {
-        Ok(Self {
-            rpc: Rpc::new(rpc_url)?,
-        })
-    }
-}
-
-#[async_trait]
-impl AuthorizationReader for ChainReader {
-    async fn authorization_used(&self, authorizer: Address, nonce: B256) -> Result<bool, String> {
-        self.rpc.authorization_used(authorizer, nonce).await
-    }
-    async fn authorization(
-        &self,
-        query: &AuthorizationQuery,
-    ) -> Result<AuthorizationState, String> {
-        self.rpc.authorization(query).await
-    }
 }
 
 /// Settles payments by sending `transferWithAuthorization` from the settler key.
