@@ -92,6 +92,12 @@ pub enum ApiError {
         receipt: serde_json::Value,
         retry_after_s: u64,
     },
+    /// 503: the facilitator refused the operator's credentials, so nothing was settled. Not a
+    /// 402: the payer did nothing wrong, and the same payment stays good for the identical retry.
+    #[error(
+        "payments cannot be settled right now because of a problem on our side; nothing was charged: retry the identical request later, the same payment stays valid"
+    )]
+    SettlementUnavailable { retry_after_s: u64 },
     /// 402: the x402 challenge (its body is the v1 requirements, not the error shape).
     #[error("payment required: {}", .0.error)]
     PaymentRequired(Box<Challenge>),
@@ -175,7 +181,8 @@ impl ApiError {
         match self {
             ApiError::RequestInProgress { retry_after_s }
             | ApiError::StillRunning { retry_after_s, .. }
-            | ApiError::SettlementPending { retry_after_s, .. } => Some(*retry_after_s),
+            | ApiError::SettlementPending { retry_after_s, .. }
+            | ApiError::SettlementUnavailable { retry_after_s } => Some(*retry_after_s),
             ApiError::Unavailable(_) | ApiError::PaymentsDisabled => {
                 Some(NOT_ON_SALE_RETRY_AFTER_S)
             }
@@ -209,9 +216,9 @@ impl ApiError {
             ApiError::StillRunning { .. } | ApiError::SettlementPending { .. } => {
                 StatusCode::GATEWAY_TIMEOUT
             }
-            ApiError::Unavailable(_) | ApiError::PaymentsDisabled => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ApiError::Unavailable(_)
+            | ApiError::PaymentsDisabled
+            | ApiError::SettlementUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -241,6 +248,7 @@ impl ApiError {
             ApiError::StillRunning { .. } => "still_running",
             ApiError::SettlementPending { .. } => "settlement_pending",
             ApiError::Unavailable(_) => "unavailable",
+            ApiError::SettlementUnavailable { .. } => "settlement_unavailable",
             ApiError::PaymentsDisabled => "payments_disabled",
             ApiError::Internal(_) => "internal",
         }

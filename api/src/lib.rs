@@ -22,4 +22,7 @@ pub use x402::facilitator::{
     SettleResponse, requirements_for,
 };
 pub use x402::payment::{Expected, PaymentRejection, VerifiedPayment, verify};
-pub use x402::settle::{AuthorizationReader, SettleOutcome, Settler};
+pub use x402::settle::{
+    AuthorizationQuery, AuthorizationReader, AuthorizationState, SentTransaction, SettleOutcome,
+    Settler,
+};

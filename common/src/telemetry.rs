@@ -21,9 +21,16 @@ impl Drop for Guard {
     }
 }
 
+/// Caps the one dependency whose spans carry a secret (see `init`).
+const NO_RPC_URL: &str = "alloy_transport_http=info";
+
 /// Installs the global subscriber for a binary named `service`.
 pub fn init(config: &Config, service: &'static str) -> Guard {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info"))
+        // alloy's HTTP transport opens a debug span naming the RPC URL, which carries the
+        // `BASE_RPC_URL` API key: never enabled, whatever RUST_LOG asks.
+        .add_directive(NO_RPC_URL.parse().expect("a valid directive"));
     let fmt_layer = match config.log_format {
         LogFormat::Json => fmt::layer()
             .json()

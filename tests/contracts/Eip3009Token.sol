@@ -3,8 +3,10 @@ pragma solidity 0.8.30;
 
 /// A minimal EIP-3009 token that behaves like USDC (FiatToken v2) where Grove's settlement
 /// depends on it: the same EIP-712 domain ("USD Coin", "2", chain id, own address), the same
-/// `TransferWithAuthorization` typehash, the same checks in the same order and the same revert
-/// messages, and the same `AuthorizationUsed` and `Transfer` events.
+/// `TransferWithAuthorization` and `CancelAuthorization` typehashes, the same checks in the same
+/// order and the same revert messages, and the same `AuthorizationUsed`, `AuthorizationCanceled`
+/// and `Transfer` events. A canceled authorization sets the same state a used one does, as in
+/// FiatToken: `authorizationState` alone cannot tell a payment from a cancellation.
 ///
 /// Test-only: anyone may `mint`. It has no constructor and no immutables, so its runtime code can
 /// be placed at Base USDC's address with `anvil_setCode`, and signatures made for Base USDC are
@@ -22,11 +24,16 @@ contract Eip3009Token {
     bytes32 public constant TRANSFER_WITH_AUTHORIZATION_TYPEHASH =
         0x7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a2267;
 
+    /// keccak256("CancelAuthorization(address authorizer,bytes32 nonce)")
+    bytes32 public constant CANCEL_AUTHORIZATION_TYPEHASH =
+        0x158b0a9edf7a828aad02f63cd515c68ef2f50ba807396f6d12842833a1597429;
+
     /// Half the secp256k1 order: FiatToken's ECRecover refuses any larger `s`.
     uint256 private constant HALF_ORDER = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0;
 
     event Transfer(address indexed from, address indexed to, uint256 value);
     event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
+    event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce);
 
     function version() external pure returns (string memory) {
         return "2";
@@ -85,6 +92,19 @@ contract Eip3009Token {
         _authorizationStates[from][nonce] = true;
         emit AuthorizationUsed(from, nonce);
         _transfer(from, to, value);
+    }
+
+    /// FiatToken v2's `cancelAuthorization`: the authorizer voids an unused authorization, which can
+    /// then never be used; anyone may submit the signed cancellation.
+    function cancelAuthorization(address authorizer, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) external {
+        require(!_authorizationStates[authorizer][nonce], "FiatTokenV2: authorization is used or canceled");
+
+        bytes32 structHash = keccak256(abi.encode(CANCEL_AUTHORIZATION_TYPEHASH, authorizer, nonce));
+        bytes32 digest = keccak256(abi.encodePacked("\x19\x01", DOMAIN_SEPARATOR(), structHash));
+        require(_recover(digest, v, r, s) == authorizer, "FiatTokenV2: invalid signature");
+
+        _authorizationStates[authorizer][nonce] = true;
+        emit AuthorizationCanceled(authorizer, nonce);
     }
 
     function _transfer(address from, address to, uint256 value) private {

@@ -22,9 +22,10 @@ use std::time::Duration;
 /// Anvil's third development key: public, funded with test ether by anvil; it pays for gas.
 pub const SETTLER_KEY: &str = "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
 sol! {
-    /// What the test token has beyond USDC's interface.
+    /// What the test token has beyond USDC's interface (and FiatToken's `cancelAuthorization`).
     interface ITestToken {
         function mint(address to, uint256 value) external;
+        function cancelAuthorization(address authorizer, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) external;
     }
 }
 
@@ -176,6 +177,93 @@ impl Chain {
             )
             .await;
         self.receipt(hash.as_str().expect("a hash")).await;
+    }
+
+    /// Sends a transaction to USDC from the unlocked minter account and waits for its receipt;
+    /// returns the transaction hash.
+    async fn send_to_usdc(&self, data: Vec<u8>) -> String {
+        let hash = self
+            .rpc(
+                "eth_sendTransaction",
+                json!([{"from": MINTER, "to": USDC, "data": alloy_primitives::hex::encode_prefixed(data), "gas": "0x30000"}]),
+            )
+            .await;
+        let hash = hash.as_str().expect("a hash").to_owned();
+        self.receipt(&hash).await;
+        hash
+    }
+
+    /// The payer cancels the authorization of `nonce` (EIP-3009 `cancelAuthorization`, signed by
+    /// `wallet`, submitted by someone else as anyone may).
+    pub async fn cancel(&self, wallet: &TestWallet, nonce: B256) -> Value {
+        let sig = wallet.cancel_signature(nonce);
+        let data = ITestToken::cancelAuthorizationCall {
+            authorizer: wallet.address(),
+            nonce,
+            v: sig[64],
+            r: B256::from_slice(&sig[..32]),
+            s: B256::from_slice(&sig[32..64]),
+        }
+        .abi_encode();
+        let hash = self.send_to_usdc(data).await;
+        self.receipt(&hash).await
+    }
+
+    /// Submits a payment's `transferWithAuthorization` as a facilitator would (from another
+    /// account); returns the transaction hash.
+    pub async fn submit(&self, request: &SettleRequest) -> String {
+        let auth = &request.payment_payload["payload"]["authorization"];
+        let sig = alloy_primitives::hex::decode(
+            request.payment_payload["payload"]["signature"]
+                .as_str()
+                .expect("signature"),
+        )
+        .expect("hex");
+        let uint = |k: &str| U256::from_str_radix(auth[k].as_str().expect(k), 10).expect(k);
+        let address = |k: &str| auth[k].as_str().and_then(|s| s.parse().ok()).expect(k);
+        let data = IUsdc::transferWithAuthorizationCall {
+            from: address("from"),
+            to: address("to"),
+            value: uint("value"),
+            validAfter: uint("validAfter"),
+            validBefore: uint("validBefore"),
+            nonce: auth["nonce"]
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .expect("nonce"),
+            v: sig[64],
+            r: B256::from_slice(&sig[..32]),
+            s: B256::from_slice(&sig[32..64]),
+        }
+        .abi_encode();
+        self.send_to_usdc(data).await
+    }
+
+    /// How many `AuthorizationUsed` events USDC emitted for `authorizer`.
+    pub async fn authorizations_used(&self, authorizer: Address) -> usize {
+        let logs = self
+            .rpc(
+                "eth_getLogs",
+                json!([{
+                    "address": USDC,
+                    "fromBlock": "0x0",
+                    "toBlock": "latest",
+                    "topics": [IUsdc::AuthorizationUsed::SIGNATURE_HASH, authorizer.into_word()],
+                }]),
+            )
+            .await;
+        logs.as_array().expect("logs").len()
+    }
+
+    /// Transactions `who` has sent that are not mined yet.
+    pub async fn pending_from(&self, who: Address) -> u64 {
+        let pending = self
+            .rpc("eth_getTransactionCount", json!([who, "pending"]))
+            .await;
+        let pending =
+            u64::from_str_radix(pending.as_str().expect("hex").trim_start_matches("0x"), 16)
+                .expect("hex");
+        pending - self.nonce(who).await
     }
 
     pub async fn balance(&self, who: Address) -> U256 {

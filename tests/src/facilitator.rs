@@ -42,8 +42,11 @@ pub enum SettleScript {
     /// Settles on chain, then answers this status with a plain-text body (a facilitator that
     /// lies: the money moved, the answer says error).
     SettleThenStatus(u16),
-    /// Broadcasts the transfer (it lands) and answers `success:false, settlement_pending`.
+    /// Broadcasts the transfer (it lands) and answers `success:false, settlement_pending` with
+    /// the transaction's hash, as facilitators that report pending settlements do.
     Pending,
+    /// Settles, and answers a success that names no payer (one we cannot attribute).
+    SettleWithoutPayer,
     /// 503, nothing moved (a facilitator that is down).
     Down,
     /// Waits this long without moving anything, then 503 (a hung facilitator).
@@ -59,8 +62,9 @@ struct Inner {
     script: Mutex<SettleScript>,
     /// One-shot scripts for the next requests, in order, before `script` applies again.
     next: Mutex<std::collections::VecDeque<SettleScript>>,
-    /// The chain: authorizations used (`from:nonce`), each moving the money once.
-    used: Mutex<std::collections::HashSet<String>>,
+    /// The chain: authorizations used (`from:nonce`), each moving the money once, with the hash
+    /// of the transaction that moved it.
+    used: Mutex<std::collections::HashMap<String, String>>,
     transfers: AtomicUsize,
     expected_auth: Mutex<Option<String>>,
     expected_cdp: Mutex<Option<CdpCheck>>,
@@ -134,6 +138,14 @@ impl FakeFacilitator {
     /// Transfers that happened on the fake chain (each authorization at most once).
     pub fn transfers(&self) -> usize {
         self.inner.transfers.load(Ordering::SeqCst)
+    }
+
+    /// The hash of the transfer that used this authorization nonce, once it happened.
+    pub fn transaction_of(&self, nonce: &str) -> Option<String> {
+        let suffix = format!(":{}", nonce.to_ascii_lowercase());
+        read(&self.inner.used)
+            .into_iter()
+            .find_map(|(auth, tx)| auth.ends_with(&suffix).then_some(tx))
     }
 
     /// The `/settle` requests that carried this authorization nonce.
@@ -232,10 +244,17 @@ async fn settle(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
             .unwrap_or_default()
             .to_ascii_lowercase()
     );
+    // Unique per call, shaped like a transaction hash.
+    let tx_hash = format!("0x{call:064x}");
     // Like USDC: an authorization moves money once; `false` when it was already used.
     let transfer = || {
         let mut fresh = false;
-        write(&inner.used, |u| fresh = u.insert(authorization.clone()));
+        write(&inner.used, |u| {
+            if !u.contains_key(&authorization) {
+                u.insert(authorization.clone(), tx_hash.clone());
+                fresh = true;
+            }
+        });
         if fresh {
             inner.transfers.fetch_add(1, Ordering::SeqCst);
         }
@@ -252,8 +271,7 @@ async fn settle(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
     };
     let success = Json(json!({
         "success": true,
-        // Unique per call, shaped like a transaction hash.
-        "transaction": format!("0x{call:064x}"),
+        "transaction": tx_hash,
         "network": network,
         "payer": payer,
     }));
@@ -314,7 +332,18 @@ async fn settle(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
         }
         SettleScript::Pending => {
             transfer();
-            refuse_200("settlement_pending")
+            Json(json!({
+                "success": false,
+                "errorReason": "settlement_pending",
+                "transaction": tx_hash,
+                "network": network,
+            }))
+            .into_response()
+        }
+        SettleScript::SettleWithoutPayer => {
+            transfer();
+            Json(json!({"success": true, "transaction": tx_hash, "network": network}))
+                .into_response()
         }
         SettleScript::Down => (StatusCode::SERVICE_UNAVAILABLE, "maintenance").into_response(),
         SettleScript::Hang(delay) => {

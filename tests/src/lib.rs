@@ -1,6 +1,7 @@
 //! Test harness: starts the real API on 127.0.0.1:0 with a configuration built from a map
 //! (no process-environment races), and gives tests a client and helpers.
 
+pub mod api_process;
 pub mod cdp;
 pub mod chain;
 pub mod db;
@@ -261,6 +262,22 @@ pub async fn wait_until(what: &str, mut cond: impl AsyncFnMut() -> bool) {
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+}
+
+/// A workspace binary next to the running test binary (scripts/test builds them first).
+pub fn binary(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let bin = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target dir")
+        .join(name);
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build --workspace --bins` (scripts/test does)",
+        bin.display()
+    );
+    bin
 }
 
 /// Serves a fake provider on a loopback port: its base URL, and the sender that stops it.

@@ -231,18 +231,7 @@ impl PaidApp {
 
 /// The `worker` binary next to the running test binary (scripts/test builds it first).
 fn worker_binary() -> std::path::PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let bin = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .expect("target dir")
-        .join("worker");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build -p grove-worker` (scripts/test does)",
-        bin.display()
-    );
-    bin
+    crate::binary("worker")
 }
 
 impl PaidApp {

@@ -4,7 +4,7 @@
 //! It builds its EIP-712 message and domain on its own (from the challenge's `asset` and
 //! `extra`), not through grove-api's code, so a shared mistake cannot make both sides agree.
 
-use alloy_primitives::{Address, B256, U256, uint};
+use alloy_primitives::{Address, B256, U256, address, uint};
 use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
 use alloy_sol_types::{SolStruct, eip712_domain, sol};
@@ -13,6 +13,11 @@ use serde_json::{Value, json};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 sol! {
+    struct CancelAuthorization {
+        address authorizer;
+        bytes32 nonce;
+    }
+
     struct TransferWithAuthorization {
         address from;
         address to;
@@ -83,6 +88,26 @@ impl TestWallet {
 
     pub fn address(&self) -> Address {
         self.signer.address()
+    }
+
+    /// EIP-3009 `cancelAuthorization`'s signature (r ‖ s ‖ v) for `nonce`, under Base USDC's
+    /// domain: what a payer signs to void an authorization it handed out.
+    pub fn cancel_signature(&self, nonce: B256) -> [u8; 65] {
+        let message = CancelAuthorization {
+            authorizer: self.address(),
+            nonce,
+        };
+        let domain = eip712_domain! {
+            name: "USD Coin",
+            version: "2",
+            chain_id: 8453,
+            verifying_contract: address!("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"),
+        };
+        let signature = self
+            .signer
+            .sign_hash_sync(&message.eip712_signing_hash(&domain))
+            .expect("signing a hash");
+        signature.as_bytes()
     }
 
     /// The `PAYMENT-SIGNATURE` value for a v2 challenge (the `PAYMENT-REQUIRED` header value):

@@ -121,7 +121,7 @@ async fn a_token_signed_by_another_key_is_refused() {
             HttpFacilitator::with_cdp(fake.url(), signer(&wrong), timeout).expect("client");
         let err = client.settle(&request()).await.expect_err("refused");
         assert!(
-            matches!(err, FacilitatorError::Status { status: 401, .. }),
+            matches!(err, FacilitatorError::Unauthorized { status: 401 }),
             "{err:?}"
         );
     }

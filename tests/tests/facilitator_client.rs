@@ -92,7 +92,7 @@ async fn the_auth_header_is_sent_verbatim_and_never_printed() {
     let wrong = client(&fake, Some("Bearer wrong"));
     let err = wrong.settle(&request()).await.expect_err("refused");
     assert!(
-        matches!(err, FacilitatorError::Status { status: 401, .. }),
+        matches!(err, FacilitatorError::Unauthorized { status: 401 }),
         "{err:?}"
     );
     assert!(

@@ -4,14 +4,17 @@
 
 use alloy_primitives::{Address, U256};
 use futures::future::join_all;
-use grove_api::{AuthorizationReader, ChainReader, SelfSettler, SettleOutcome, Settler};
+use grove_api::{
+    AuthorizationQuery, AuthorizationReader, AuthorizationState, ChainReader, SelfSettler,
+    SettleOutcome, SettleRequest, Settler,
+};
 use grove_common::config::Secret;
 use grove_tests::chain::{Chain, SETTLER_KEY, authorization_of, has_authorization_used, payment};
 use grove_tests::x402::{PayOptions, TestWallet};
 use grove_tests::{PAY_TO, wait_until};
 use serde_json::json;
 use std::collections::HashSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PRICE: u64 = 180_000;
 
@@ -221,11 +224,17 @@ async fn with_mining_stopped_the_outcome_is_unknown_and_the_authorization_is_use
 
     let outcome = settler.settle(&request).await;
 
-    assert_eq!(
-        outcome,
-        SettleOutcome::Unknown {
-            reason: "settlement_pending".into()
-        }
+    let SettleOutcome::Unknown {
+        reason,
+        sent: Some(sent),
+    } = outcome
+    else {
+        panic!("expected an unknown outcome naming its transaction, got {outcome:?}");
+    };
+    assert_eq!(reason, "settlement_pending");
+    assert!(
+        sent.raw.is_some(),
+        "our own transaction keeps its signed bytes"
     );
     assert_eq!(reader.authorization_used(from, nonce).await, Ok(false));
     assert_eq!(chain.balance(pay_to()).await, U256::ZERO);
@@ -237,70 +246,82 @@ async fn with_mining_stopped_the_outcome_is_unknown_and_the_authorization_is_use
     })
     .await;
     assert_eq!(chain.balance(pay_to()).await, U256::from(PRICE));
-    // The settler's own connection reads the same state (reconciliation in self mode).
+    // The settler's own connection reads the same state (reconciliation in self mode), and the
+    // log names the transaction the unknown outcome carried.
     assert_eq!(settler.authorization_used(from, nonce).await, Ok(true));
+    assert_eq!(
+        settler.authorization(&query(&request)).await,
+        Ok(AuthorizationState::Paid {
+            transaction: sent.hash.clone()
+        })
+    );
+    assert_eq!(chain.receipt(&sent.hash).await["status"], "0x1");
 }
 
-/// Not a check: prints how long a settlement takes when blocks come every 2 s, as on Base.
-/// `cargo test -p grove-tests --test settlement_chain -- --ignored --nocapture`
+fn query(request: &SettleRequest) -> AuthorizationQuery {
+    let (authorizer, nonce) = authorization_of(request);
+    AuthorizationQuery {
+        authorizer,
+        nonce,
+        to: pay_to(),
+        value: U256::from(PRICE),
+        since: 0,
+    }
+}
+
 #[tokio::test]
-#[ignore]
-async fn settle_latency_with_two_second_blocks() {
-    let Some(chain) = Chain::start_with(&["--block-time", "2"]).await else {
+async fn the_chain_tells_a_payment_from_a_cancellation_and_from_another_use_of_the_nonce() {
+    let Some(chain) = Chain::start().await else {
         return;
     };
     let payer = TestWallet::new();
-    chain.mint(payer.address(), 100 * PRICE).await;
-    let settler = settler(&chain, Duration::from_secs(30)).await;
+    chain.mint(payer.address(), 10 * PRICE).await;
+    let reader = ChainReader::new(&Secret::new(&chain.url)).expect("reader");
 
-    // Back to back, each one starts just after the block that held the previous one: the worst
-    // phase. After a random pause, the phase is what a client arriving at any time sees.
-    let mut back_to_back = Vec::new();
-    let mut random_phase = Vec::new();
-    for i in 0..20 {
-        if i % 2 == 1 {
-            tokio::time::sleep(Duration::from_millis(rand::random_range(0..2000))).await;
-        }
-        let request = payment(&payer, PRICE, PayOptions::default());
-        let started = Instant::now();
-        settled_hash(&settler.settle(&request).await);
-        let took = started.elapsed();
-        if i % 2 == 1 {
-            random_phase.push(took);
-        } else {
-            back_to_back.push(took);
-        }
-    }
-    let requests: Vec<_> = (0..32)
-        .map(|_| payment(&payer, PRICE, PayOptions::default()))
-        .collect();
-    let started = Instant::now();
-    let concurrent = join_all(requests.iter().map(|r| async {
-        let one = Instant::now();
-        settled_hash(&settler.settle(r).await);
-        one.elapsed()
-    }))
-    .await;
-    let wall = started.elapsed();
-
-    println!("settle latency, anvil --block-time 2");
-    println!("  10 back to back: {}", summary(back_to_back));
-    println!("  10 at a random phase: {}", summary(random_phase));
-    println!(
-        "  32 concurrent: {} (all done in {:.2} s)",
-        summary(concurrent),
-        wall.as_secs_f64()
+    // Used for us: paid, with the transaction that did it.
+    let paid = payment(&payer, PRICE, PayOptions::default());
+    assert_eq!(
+        reader.authorization(&query(&paid)).await,
+        Ok(AuthorizationState::Unused)
     );
-}
+    let tx = chain.submit(&paid).await;
+    assert_eq!(
+        reader.authorization(&query(&paid)).await,
+        Ok(AuthorizationState::Paid { transaction: tx })
+    );
 
-fn summary(mut samples: Vec<Duration>) -> String {
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize].as_secs_f64();
-    format!(
-        "min {:.2} s, median {:.2} s, p90 {:.2} s, max {:.2} s",
-        at(0.0),
-        at(0.5),
-        at(0.9),
-        at(1.0)
-    )
+    // Canceled by the payer: authorizationState says "used" all the same; the log says void.
+    let canceled = payment(&payer, PRICE, PayOptions::default());
+    let (from, nonce) = authorization_of(&canceled);
+    let receipt = chain.cancel(&payer, nonce).await;
+    assert_eq!(receipt["status"], "0x1", "{receipt}");
+    assert_eq!(reader.authorization_used(from, nonce).await, Ok(true));
+    assert_eq!(
+        reader.authorization(&query(&canceled)).await,
+        Ok(AuthorizationState::Void {
+            reason: "authorization_canceled".into()
+        })
+    );
+
+    // The payer signed a second authorization with the same nonce, to someone else, and used it
+    // first: ours can never pay.
+    let ours = payment(&payer, PRICE, PayOptions::default());
+    let (_, nonce) = authorization_of(&ours);
+    let elsewhere = payment(
+        &payer,
+        PRICE,
+        PayOptions {
+            nonce: Some(nonce),
+            to: Some(payer.address()),
+            ..Default::default()
+        },
+    );
+    chain.submit(&elsewhere).await;
+    assert_eq!(
+        reader.authorization(&query(&ours)).await,
+        Ok(AuthorizationState::Void {
+            reason: "authorization_nonce_used_elsewhere".into()
+        })
+    );
+    assert_eq!(chain.balance(pay_to()).await, U256::from(PRICE));
 }

@@ -54,20 +54,51 @@ async fn receipt_of(rig: &PaidApp, url: &str) -> Value {
 #[tokio::test]
 async fn a_facilitator_that_settles_then_answers_late_or_with_an_error_delivers_once() {
     let rig = rig(20).await;
+    // Whether the first answer named the transaction: reconciliation then reports it. (Without
+    // BASE_RPC_URL a transfer proven only by a used nonce has no hash to report; with it, the
+    // chain names it: `settlement_reconcile.rs`.)
     let faults = [
-        ("late answer", SettleScript::Slow(Duration::from_secs(3))),
-        ("500 after settling", SettleScript::SettleThenStatus(500)),
-        ("502 after settling", SettleScript::SettleThenStatus(502)),
-        ("settlement_pending", SettleScript::Pending),
+        (
+            "late answer",
+            SettleScript::Slow(Duration::from_secs(3)),
+            false,
+        ),
+        (
+            "500 after settling",
+            SettleScript::SettleThenStatus(500),
+            false,
+        ),
+        (
+            "502 after settling",
+            SettleScript::SettleThenStatus(502),
+            false,
+        ),
+        ("settlement_pending", SettleScript::Pending, true),
+        (
+            "success without a payer",
+            SettleScript::SettleWithoutPayer,
+            true,
+        ),
     ];
-    for (n, (fault, script)) in faults.into_iter().enumerate() {
+    for (n, (fault, script, named)) in faults.into_iter().enumerate() {
         let body = caller_body("diagnose_growth");
         let key = format!("fault-{n}");
         let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
         rig.facilitator.script_next(script);
         let r = rig.send_paid(PATH, &body, &payment, Some(&key)).await;
         assert_eq!(r.status(), 200, "{fault}: the call is delivered, not a 402");
-        assert!(r.headers().get("payment-response").is_some(), "{fault}");
+        let settle = decode_b64_json(r.headers()["payment-response"].to_str().expect("ascii"));
+        assert_eq!(settle["success"], true, "{fault}");
+        assert_eq!(settle["network"], "eip155:8453", "{fault}");
+        assert_eq!(
+            settle["payer"],
+            format!("{:#x}", rig.wallet.address()),
+            "{fault}"
+        );
+        if named {
+            let tx = rig.facilitator.transaction_of(&nonce_of(&payment));
+            assert_eq!(settle["transaction"].as_str(), tx.as_deref(), "{fault}");
+        }
         assert_eq!(
             rig.facilitator.transfers(),
             n + 1,

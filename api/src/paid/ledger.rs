@@ -69,6 +69,20 @@ pub async fn find_scope(
         .await
 }
 
+/// The record holding `scope`, expired or not: a scope whose call has not finished is held past
+/// its window (see `claim`).
+async fn holder(db: &DatabaseConnection, scope: &str) -> Result<Option<idempotency::Model>, DbErr> {
+    idempotency::Entity::find_by_id(scope.to_owned())
+        .one(db)
+        .await
+}
+
+/// Calls whose scope another request may take once its window is over: finished with a result
+/// delivered, or proven unpaid. Never one whose payment is reserved or unknown (a second payment
+/// could be charged for one piece of work) nor a paid call that has not delivered (its identical
+/// retry is owed the result, or a free re-run).
+const FINISHED: [&str; 2] = [status::COMPLETED, status::UNPAID];
+
 fn existing(record: idempotency::Model) -> Claim {
     Claim::Existing {
         call_id: record.call_id,
@@ -96,8 +110,10 @@ pub async fn claim(
     let window = chrono::Duration::from_std(scope.window).unwrap_or(chrono::Duration::hours(24));
     let txn = db.begin().await?;
     // The scope first: of two concurrent identical requests, the loser stops here rather than
-    // on the shared nonce below. An expired record answers nothing any more, so the insert
-    // takes its place in the same statement (no separate delete on the paid path).
+    // on the shared nonce below. An expired record of a finished call answers nothing any more,
+    // so the insert takes its place in the same statement (no separate delete on the paid path);
+    // the call's state is checked in that statement too, so a window cannot lapse under a call
+    // whose settlement is still being reconciled.
     let scope_row = idempotency::ActiveModel {
         scope: Set(scope.key.clone()),
         call_id: Set(call_id),
@@ -113,7 +129,17 @@ pub async fn claim(
             idempotency::Column::CreatedAt,
         ])
         .action_and_where(
-            Expr::col((idempotency::Entity, idempotency::Column::ExpiresAt)).lte(window_start),
+            Expr::col((idempotency::Entity, idempotency::Column::ExpiresAt))
+                .lte(window_start)
+                .and(
+                    Expr::col((idempotency::Entity, idempotency::Column::CallId)).in_subquery(
+                        Query::select()
+                            .column(call::Column::Id)
+                            .from(call::Entity)
+                            .and_where(call::Column::Status.is_in(FINISHED))
+                            .to_owned(),
+                    ),
+                ),
         )
         .to_owned();
     let claimed = idempotency::Entity::insert(scope_row)
@@ -121,9 +147,10 @@ pub async fn claim(
         .exec_without_returning(&txn)
         .await?;
     if claimed == 0 {
-        // A live record holds the scope: wait for, replay or refuse against its call.
+        // A live record, or one whose call has not finished, holds the scope: wait for, replay or
+        // refuse against its call.
         txn.rollback().await?;
-        return match find_scope(db, &scope.key, window_start).await? {
+        return match holder(db, &scope.key).await? {
             Some(record) => Ok(existing(record)),
             None => Err(DbErr::Custom(
                 "idempotency scope held by a record that is not live".into(),
@@ -145,16 +172,52 @@ pub async fn claim(
         valid_before: Set(Some(pay.valid_before)),
         checks: Set(0),
         next_check_at: Set(None),
+        sent_tx: Set(None),
+        sent_tx_raw: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
     };
-    if let Err(e) = payment::Entity::insert(payment_row).exec(&txn).await {
-        txn.rollback().await?;
-        return if is_unique_violation(&e) {
-            Ok(Claim::NonceUsed)
-        } else {
-            Err(e)
-        };
+    // A reservation that was released (nothing processed, not the payer's fault) is taken over
+    // by this call; any other holder of the authorization makes it used.
+    let take_released = OnConflict::columns([payment::Column::Payer, payment::Column::Nonce])
+        .update_columns([
+            payment::Column::CallId,
+            payment::Column::Amount,
+            payment::Column::Network,
+            payment::Column::X402Version,
+            payment::Column::Status,
+            payment::Column::Transaction,
+            payment::Column::Error,
+            payment::Column::SettleRequest,
+            payment::Column::ValidBefore,
+            payment::Column::Checks,
+            payment::Column::NextCheckAt,
+            payment::Column::SentTx,
+            payment::Column::SentTxRaw,
+            payment::Column::UpdatedAt,
+        ])
+        .action_and_where(
+            Expr::col((payment::Entity, payment::Column::Status)).eq(pay_status::RELEASED),
+        )
+        .to_owned();
+    let reserved = payment::Entity::insert(payment_row)
+        .on_conflict(take_released)
+        .exec_without_returning(&txn)
+        .await;
+    match reserved {
+        Ok(1) => {}
+        Ok(_) => {
+            txn.rollback().await?;
+            return Ok(Claim::NonceUsed);
+        }
+        Err(e) => {
+            txn.rollback().await?;
+            return if is_unique_violation(&e) {
+                Ok(Claim::NonceUsed)
+            } else {
+                Err(e)
+            };
+        }
     }
     let call_row = call::ActiveModel {
         id: Set(call_id),
@@ -228,8 +291,16 @@ pub async fn record_outcome(
             changed.rows_affected == 1 && move_call(&txn, call_id, status::PENDING, None).await?
         }
         SettleOutcome::Refused { reason } => {
+            // Refused credentials processed nothing: the reservation is handed back so that the
+            // same authorization pays once the operator fixes them, and the call's answer is not
+            // a 402 (`codes::settlement_unavailable`).
+            let (paid, code) = if outcome.is_operator_fault() {
+                (pay_status::RELEASED, "settlement_unavailable")
+            } else {
+                (pay_status::REFUSED, "settlement_failed")
+            };
             let changed = payment_update
-                .col_expr(payment::Column::Status, pay_status::REFUSED.into())
+                .col_expr(payment::Column::Status, paid.into())
                 .col_expr(payment::Column::Error, Some(reason.clone()).into())
                 .col_expr(
                     payment::Column::NextCheckAt,
@@ -242,7 +313,7 @@ pub async fn record_outcome(
                     &txn,
                     call_id,
                     status::UNPAID,
-                    Some(format!("settlement_failed:{reason}")),
+                    Some(format!("{code}:{reason}")),
                 )
                 .await?;
             if moved {
@@ -253,13 +324,17 @@ pub async fn record_outcome(
             }
             moved
         }
-        SettleOutcome::Unknown { reason } => {
-            payment_update
+        SettleOutcome::Unknown { reason, sent } => {
+            let mut update = payment_update
                 .col_expr(payment::Column::Status, pay_status::UNKNOWN.into())
                 .col_expr(payment::Column::Error, Some(reason.clone()).into())
-                .col_expr(payment::Column::NextCheckAt, Some(check_at).into())
-                .exec(&txn)
-                .await?;
+                .col_expr(payment::Column::NextCheckAt, Some(check_at).into());
+            if let Some(sent) = sent {
+                update = update
+                    .col_expr(payment::Column::SentTx, Some(sent.hash.clone()).into())
+                    .col_expr(payment::Column::SentTxRaw, sent.raw.clone().into());
+            }
+            update.exec(&txn).await?;
             false
         }
     };

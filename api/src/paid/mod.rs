@@ -182,21 +182,26 @@ pub async fn serve(
                 .map_err(internal)?;
             match &outcome {
                 SettleOutcome::Refused { reason } => {
-                    tracing::warn!(call_id = %call.id, %reason, "settlement refused");
+                    if outcome.is_operator_fault() {
+                        tracing::error!(call_id = %call.id, %reason,
+                            "settlement not processed: the facilitator refused our credentials; the payment was handed back");
+                    } else {
+                        tracing::warn!(call_id = %call.id, %reason, "settlement refused");
+                    }
                     if purchase.phone.is_some() {
                         phone_marks::give_back(&state.db, call.id)
                             .await
                             .map_err(internal)?;
                     }
-                    // Repeats that waited on this settlement get the same 402.
+                    // Repeats that waited on this settlement get the same answer.
                     state.completions.notify(call.id).await;
-                    return Err(refuse(&codes::settlement_failed(reason)));
+                    return Err(unpaid(&refuse, &wait::unpaid_code(moved_error(&outcome))));
                 }
                 SettleOutcome::Settled { .. } if moved => {
                     after_settled(state, &call).await.map_err(internal)?;
                 }
                 SettleOutcome::Settled { .. } => {}
-                SettleOutcome::Unknown { reason } => {
+                SettleOutcome::Unknown { reason, .. } => {
                     // Not a 402: the money may have moved. Reconciliation starts at once; this
                     // request waits for its outcome like any repeat would.
                     tracing::warn!(call_id = %call.id, %reason, "settlement outcome unknown; reconciling");
@@ -212,8 +217,34 @@ pub async fn serve(
         }
     };
     match answer {
-        Answer::Unpaid(code) => Err(refuse(&code)),
+        Answer::Unpaid(code) => Err(unpaid(&refuse, &code)),
         answer => respond::render(state, &payment, answer).await,
+    }
+}
+
+/// Seconds a `settlement_unavailable` answer asks the client to wait: an operator must act.
+const UNAVAILABLE_RETRY_AFTER_S: u64 = 60;
+
+/// The answer of an unpaid call: the 402 its settlement was refused with, or a 503 when nothing
+/// was processed through no fault of the payer's.
+fn unpaid(refuse: &dyn Fn(&str) -> ApiError, code: &str) -> ApiError {
+    if code.starts_with(codes::SETTLEMENT_UNAVAILABLE) {
+        ApiError::SettlementUnavailable {
+            retry_after_s: UNAVAILABLE_RETRY_AFTER_S,
+        }
+    } else {
+        refuse(code)
+    }
+}
+
+/// The error a refused outcome leaves on its call (as `ledger::record_outcome` writes it).
+fn moved_error(outcome: &SettleOutcome) -> Option<String> {
+    match outcome {
+        SettleOutcome::Refused { reason } if outcome.is_operator_fault() => {
+            Some(format!("{}{reason}", codes::SETTLEMENT_UNAVAILABLE))
+        }
+        SettleOutcome::Refused { reason } => Some(codes::settlement_failed(reason)),
+        _ => None,
     }
 }
 
@@ -291,7 +322,7 @@ async fn repeat(state: &AppState, call_id: Uuid, deadline: Instant) -> Result<An
         .ok_or_else(|| internal("idempotency record points at no call"))?;
     match call.status.as_str() {
         status::COMPLETED => return Ok(Answer::Replay(call_id)),
-        status::UNPAID => return Ok(Answer::Unpaid(unpaid_code(&call))),
+        status::UNPAID => return Ok(Answer::Unpaid(wait::unpaid_code(call.error.clone()))),
         _ => {}
     }
     // Paid for and failed: run it again at no charge. The reopen checks the payment in the same
@@ -309,12 +340,4 @@ async fn repeat(state: &AppState, call_id: Uuid, deadline: Instant) -> Result<An
         .await
         .map_err(internal)?;
     Ok(Answer::from_wait(call_id, outcome, true))
-}
-
-/// The 402 code an unpaid call answers with: the one its settlement was refused with.
-fn unpaid_code(call: &call::Model) -> String {
-    call.error
-        .clone()
-        .filter(|e| e.starts_with("settlement_failed:"))
-        .unwrap_or_else(|| codes::settlement_failed("settlement_refused"))
 }

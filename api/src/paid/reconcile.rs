@@ -2,11 +2,14 @@
 //! process whether or not a client comes back:
 //!
 //! - **Reconciliation.** A payment whose settlement outcome is unknown is checked again with
-//!   backoff: the chain's `authorizationState(from, nonce)` when an RPC is configured, and a
-//!   re-post of the identical `/settle` body (safe: a used nonce cannot move money twice, and a
-//!   refusal for a used nonce means our transfer happened). Settled → the work runs. Proven unsettled
-//!   (the authorization expired unused) → the call is `unpaid` and its scope released, so a new
-//!   payment can buy it. Anything else stays unknown: never refunded by guessing, never charged again.
+//!   backoff: on chain when an RPC is configured (its `AuthorizationUsed` log and the `Transfer`
+//!   after it prove our transfer and name its transaction; an `AuthorizationCanceled` log, or the
+//!   authorization expired unused, proves it never will happen), then by settling again: the
+//!   facilitator gets the identical `/settle` body (safe: a used nonce cannot move money twice),
+//!   our own settlement follows the transaction it sent and sends another only once that one
+//!   provably never will be mined. Settled → the work runs. Proven unsettled → the call is
+//!   `unpaid` and its scope released, so a new payment can buy it. Anything else stays unknown:
+//!   never refunded by guessing, never charged again.
 //! - **Recovery.** A settled call still `pending` long after its job should have started (a failed
 //!   push, a job lost with Redis, a crash of the embedded queue) is pushed again. Starting a job is
 //!   atomic in the worker, so an extra push of a live job does no extra work.
@@ -19,10 +22,13 @@ use crate::{
     state::AppState,
     x402::{
         facilitator::SettleRequest,
-        settle::{SettleOutcome, means_nonce_used},
+        settle::{
+            AuthorizationQuery, AuthorizationState, SentTransaction, SettleOutcome,
+            means_nonce_used,
+        },
     },
 };
-use alloy_primitives::{Address, B256};
+use alloy_primitives::{Address, U256};
 use chrono::{DateTime, Duration, Utc};
 use futures::future::join_all;
 use grove_common::db::{
@@ -45,6 +51,10 @@ const MAX_BACKOFF_S: i64 = 60;
 /// Without a chain to ask, how long after `validBefore` re-posting goes on before the payment is
 /// set aside for an operator (a re-post of an expired authorization proves nothing either way).
 const UNRESOLVED_AFTER: Duration = Duration::hours(1);
+
+/// How far before a payment was recorded its authorization's use is looked for on chain: a use
+/// older than the request would have been refused at once, never left unknown.
+const LOG_LOOKBACK: Duration = Duration::minutes(10);
 
 /// What one pass did, for logs, metrics and tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -96,8 +106,8 @@ pub async fn pass(state: &AppState) -> Result<PassStats, DbErr> {
     for decided in join_all(checks).await {
         match decided? {
             Some(Decision::Settled(_)) => stats.settled += 1,
-            Some(Decision::Unsettled) => stats.unsettled += 1,
-            Some(Decision::Unknown(_)) => stats.still_unknown += 1,
+            Some(Decision::Unsettled(_)) => stats.unsettled += 1,
+            Some(Decision::Unknown { .. }) => stats.still_unknown += 1,
             None => {}
         }
     }
@@ -107,11 +117,16 @@ pub async fn pass(state: &AppState) -> Result<PassStats, DbErr> {
 
 #[derive(Debug)]
 enum Decision {
-    /// The transfer happened (hash when known).
+    /// The transfer happened (its transaction hash; empty only when no chain could name it).
     Settled(String),
-    /// Proven never to happen: the authorization expired unused.
-    Unsettled,
-    Unknown(String),
+    /// Proven never to happen (the reason): canceled, its nonce used by another authorization, or
+    /// expired unused.
+    Unsettled(String),
+    /// Still unknown; `sent` is a newer transaction that may carry it.
+    Unknown {
+        reason: String,
+        sent: Option<SentTransaction>,
+    },
 }
 
 /// Checks one unknown payment, if this process wins its lease. `None`: another process has it.
@@ -150,17 +165,17 @@ async fn check(
                 after_settled(state, &call).await?;
             }
         }
-        Decision::Unsettled => {
-            tracing::info!(%call_id, "unknown settlement reconciled: the authorization expired unused");
+        Decision::Unsettled(reason) => {
+            tracing::info!(%call_id, %reason, "unknown settlement reconciled: never paid");
             state.metrics.settlement("reconciled_unsettled");
             let outcome = SettleOutcome::Refused {
-                reason: "authorization_expired_unused".into(),
+                reason: reason.clone(),
             };
             ledger::record_outcome(&state.db, call_id, &outcome, now).await?;
             grove_common::db::phone_marks::give_back(&state.db, call_id).await?;
             state.completions.notify(call_id).await;
         }
-        Decision::Unknown(reason) => {
+        Decision::Unknown { reason, sent } => {
             let expired_at = p
                 .valid_before
                 .and_then(|s| DateTime::<Utc>::from_timestamp(s, 0));
@@ -173,10 +188,19 @@ async fn check(
                 let backoff = 1_i64 << (p.checks.clamp(0, 6));
                 Some(now + Duration::seconds(Ord::min(backoff, MAX_BACKOFF_S)))
             };
-            payment::Entity::update_many()
+            let mut update = payment::Entity::update_many()
                 .col_expr(payment::Column::NextCheckAt, Expr::value(next))
                 .col_expr(payment::Column::Error, Expr::value(Some(reason.clone())))
-                .col_expr(payment::Column::UpdatedAt, Expr::value(now))
+                .col_expr(payment::Column::UpdatedAt, Expr::value(now));
+            if let Some(sent) = sent {
+                update = update
+                    .col_expr(
+                        payment::Column::SentTx,
+                        Expr::value(Some(sent.hash.clone())),
+                    )
+                    .col_expr(payment::Column::SentTxRaw, Expr::value(sent.raw.clone()));
+            }
+            update
                 .filter(payment::Column::Id.eq(p.id))
                 .filter(payment::Column::Status.eq(pay_status::UNKNOWN))
                 .exec(&state.db)
@@ -190,17 +214,20 @@ async fn decide(state: &AppState, p: &payment::Model) -> Decision {
     let expired = p
         .valid_before
         .is_some_and(|before| Utc::now().timestamp() > before);
-    if let Some(chain) = &state.chain {
-        match (p.payer.parse::<Address>(), p.nonce.parse::<B256>()) {
-            (Ok(payer), Ok(nonce)) => match chain.authorization_used(payer, nonce).await {
-                Ok(true) => return Decision::Settled(String::new()),
-                // Unused after it expired: USDC will never accept it now.
-                Ok(false) if expired => return Decision::Unsettled,
-                // Not used yet: re-posting below may settle it now.
-                Ok(false) => {}
-                Err(e) => tracing::warn!(error = %e, "authorizationState unreadable"),
-            },
-            _ => tracing::error!(payment = %p.id, "stored payer or nonce unreadable"),
+    let query = query_of(p);
+    if let (Some(chain), Some(query)) = (&state.chain, &query) {
+        match chain.authorization(query).await {
+            Ok(AuthorizationState::Paid { transaction }) => return Decision::Settled(transaction),
+            Ok(AuthorizationState::Void { reason }) => return Decision::Unsettled(reason),
+            // Unused after it expired: USDC will never accept it now.
+            Ok(AuthorizationState::Unused) if expired => {
+                return Decision::Unsettled("authorization_expired_unused".into());
+            }
+            // Not used yet: settling again below may settle it now.
+            Ok(AuthorizationState::Unused) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, payment = %p.id, "authorization unreadable on chain")
+            }
         }
     }
     let Some(request) = p
@@ -208,20 +235,64 @@ async fn decide(state: &AppState, p: &payment::Model) -> Decision {
         .clone()
         .and_then(|v| serde_json::from_value::<SettleRequest>(v).ok())
     else {
-        return Decision::Unknown("no settle request stored to re-post".into());
+        return unknown("no settle request stored to re-post".into());
     };
-    match state.settler.settle(&request).await {
+    let sent = p.sent_tx.clone().map(|hash| SentTransaction {
+        hash,
+        raw: p.sent_tx_raw.clone(),
+    });
+    match state.settler.settle_again(&request, sent.as_ref()).await {
         SettleOutcome::Settled { transaction, .. } => Decision::Settled(transaction),
+        // Used or canceled: only the chain tells which.
         SettleOutcome::Refused { reason } if means_nonce_used(&reason) => {
-            Decision::Settled(String::new())
+            match (&state.chain, &query) {
+                (Some(chain), Some(query)) => match chain.authorization(query).await {
+                    Ok(AuthorizationState::Paid { transaction }) => Decision::Settled(transaction),
+                    Ok(AuthorizationState::Void { reason }) => Decision::Unsettled(reason),
+                    Ok(AuthorizationState::Unused) => {
+                        unknown(format!("re-post refused ({reason}) but unused on chain"))
+                    }
+                    Err(e) => unknown(e),
+                },
+                // Without a chain to ask, a used nonce is taken as our transfer (the payer could
+                // have canceled instead: BASE_RPC_URL closes that); its transaction is the one
+                // named earlier, if any.
+                _ => Decision::Settled(sent.map(|s| s.hash).unwrap_or_default()),
+            }
         }
         // A refusal of the re-post is no proof about the first attempt: the balance it
         // checks may be low because our transfer went through.
-        SettleOutcome::Refused { reason } => {
-            Decision::Unknown(format!("re-post refused: {reason}"))
-        }
-        SettleOutcome::Unknown { reason } => Decision::Unknown(reason),
+        SettleOutcome::Refused { reason } => unknown(format!("re-post refused: {reason}")),
+        SettleOutcome::Unknown { reason, sent } => Decision::Unknown { reason, sent },
     }
+}
+
+fn unknown(reason: String) -> Decision {
+    Decision::Unknown { reason, sent: None }
+}
+
+/// The chain question for a stored payment: its authorizer, nonce and value, paid to the payee
+/// it signed for.
+fn query_of(p: &payment::Model) -> Option<AuthorizationQuery> {
+    let to = p
+        .settle_request
+        .as_ref()
+        .and_then(|r| r.pointer("/paymentPayload/payload/authorization/to"))
+        .and_then(serde_json::Value::as_str)
+        .and_then(|to| to.parse::<Address>().ok());
+    let query = (|| {
+        Some(AuthorizationQuery {
+            authorizer: p.payer.parse().ok()?,
+            nonce: p.nonce.parse().ok()?,
+            to: to?,
+            value: U256::from_str_radix(&p.amount, 10).ok()?,
+            since: u64::try_from((p.created_at - LOG_LOOKBACK).timestamp()).unwrap_or(0),
+        })
+    })();
+    if query.is_none() {
+        tracing::error!(payment = %p.id, "stored payer, nonce, amount or payee unreadable");
+    }
+    query
 }
 
 /// Settled calls whose job is lost: still `pending` well past the time their job should have

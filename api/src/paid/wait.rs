@@ -1,6 +1,7 @@
 //! Waiting for a call's outcome: woken by the completion notifier, with a slow database re-check
 //! as the backstop (pub/sub is at-most-once), bounded by the call deadline.
 
+use crate::x402::challenge::codes;
 use grove_common::{
     completion::Completions,
     db::{calls, calls::status},
@@ -13,7 +14,7 @@ use uuid::Uuid;
 pub enum Outcome {
     Completed,
     Failed(String),
-    /// The settlement was refused; carries the 402 code (`settlement_failed:<reason>`).
+    /// Nothing was bought; carries the call's code (`unpaid_code`).
     Unpaid(String),
     /// The deadline passed while the work was queued or running.
     TimedOut,
@@ -23,15 +24,21 @@ pub enum Outcome {
 
 const RECHECK: Duration = Duration::from_secs(1);
 
+/// The code an unpaid call answers with: the one its settlement ended with
+/// (`settlement_failed:<reason>`, a 402, or `settlement_unavailable:<reason>`, a 503).
+pub fn unpaid_code(error: Option<String>) -> String {
+    error
+        .filter(|e| {
+            e.starts_with("settlement_failed:") || e.starts_with(codes::SETTLEMENT_UNAVAILABLE)
+        })
+        .unwrap_or_else(|| codes::settlement_failed("settlement_refused"))
+}
+
 async fn final_state(db: &DatabaseConnection, call_id: Uuid) -> Result<Option<Outcome>, DbErr> {
     Ok(match calls::load(db, call_id).await? {
         Some(c) if c.status == status::COMPLETED => Some(Outcome::Completed),
         Some(c) if c.status == status::FAILED => Some(Outcome::Failed(c.error.unwrap_or_default())),
-        Some(c) if c.status == status::UNPAID => Some(Outcome::Unpaid(
-            c.error
-                .filter(|e| e.starts_with("settlement_failed:"))
-                .unwrap_or_else(|| "settlement_failed:settlement_refused".into()),
-        )),
+        Some(c) if c.status == status::UNPAID => Some(Outcome::Unpaid(unpaid_code(c.error))),
         Some(_) => None,
         None => Some(Outcome::Failed("call record missing".into())),
     })

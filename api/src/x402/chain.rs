@@ -7,14 +7,20 @@
 //! after a nonce collision and to call any doubt "unknown" rather than guess.
 
 mod authorization;
+mod follow;
+mod lookup;
+mod rpc;
 
 use super::facilitator::SettleRequest;
-use super::settle::{AuthorizationReader, SettleOutcome, Settler};
+use super::settle::{
+    AuthorizationQuery, AuthorizationReader, AuthorizationState, SETTLER_UNAVAILABLE,
+    SentTransaction, SettleOutcome, Settler,
+};
 use alloy_network::eip2718::Encodable2718;
 use alloy_network::{EthereumWallet, NetworkTransactionBuilder, TransactionBuilder};
 use alloy_primitives::{Address, B256, Bytes, TxHash};
+use alloy_provider::Provider;
 use alloy_provider::transport::{RpcError, TransportError};
-use alloy_provider::{Provider, ProviderBuilder, RootProvider};
 use alloy_rpc_types_eth::TransactionRequest;
 use alloy_signer_local::PrivateKeySigner;
 use alloy_sol_types::{SolCall, sol};
@@ -26,6 +32,8 @@ use tokio::sync::Mutex;
 use tokio::time::{Instant, timeout_at};
 
 pub use authorization::refusal_reason;
+pub use rpc::ChainReader;
+use rpc::Rpc;
 
 sol! {
     /// The part of USDC (FiatToken v2) that settlement uses.
@@ -44,6 +52,7 @@ sol! {
         function authorizationState(address authorizer, bytes32 nonce) external view returns (bool);
         function balanceOf(address account) external view returns (uint256);
         event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
+        event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce);
         event Transfer(address indexed from, address indexed to, uint256 value);
     }
 }
@@ -53,8 +62,6 @@ pub const USDC: Address = super::eip3009::USDC;
 
 /// How often a settlement asks for its receipt. Base makes a block every 2 s.
 const RECEIPT_POLL: Duration = Duration::from_millis(200);
-/// One JSON-RPC request, so that a hung endpoint cannot hold a settlement past its deadline.
-const RPC_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Gas headroom over the estimate: state can change between the estimate and the block.
 const GAS_MARGIN_PERCENT: u64 = 25;
 
@@ -68,76 +75,6 @@ pub enum ChainError {
     Rpc(String),
     #[error("BASE_RPC_URL serves chain {got}, not Base ({expected})")]
     WrongChain { expected: u64, got: u64 },
-}
-
-/// A JSON-RPC connection to Base, with the URL (which may carry an API key) kept out of errors.
-#[derive(Clone)]
-struct Rpc {
-    provider: RootProvider,
-    /// The URL as written and as `Url` prints it, to blank out of error text.
-    redact: [String; 2],
-}
-
-impl Rpc {
-    fn new(rpc_url: &Secret) -> Result<Self, ChainError> {
-        let url: reqwest::Url = rpc_url.expose().parse().map_err(|_| ChainError::RpcUrl)?;
-        let client = reqwest::Client::builder()
-            .timeout(RPC_REQUEST_TIMEOUT)
-            .connect_timeout(Duration::from_secs(5))
-            .build()
-            .map_err(|_| ChainError::Rpc("could not build an HTTP client".into()))?;
-        let redact = [rpc_url.expose().to_owned(), url.as_str().to_owned()];
-        let provider = ProviderBuilder::new()
-            .disable_recommended_fillers()
-            .connect_reqwest(client, url);
-        Ok(Self { provider, redact })
-    }
-
-    /// An RPC error as text safe to log and to keep.
-    fn describe(&self, e: &TransportError) -> String {
-        let mut text = e.to_string();
-        for secret in &self.redact {
-            text = text.replace(secret.as_str(), "<BASE_RPC_URL>");
-        }
-        text
-    }
-
-    async fn authorization_used(&self, authorizer: Address, nonce: B256) -> Result<bool, String> {
-        let call = IUsdc::authorizationStateCall { authorizer, nonce };
-        let tx = TransactionRequest::default()
-            .with_to(USDC)
-            .with_input(call.abi_encode());
-        let out = self
-            .provider
-            .call(tx)
-            .latest()
-            .await
-            .map_err(|e| self.describe(&e))?;
-        IUsdc::authorizationStateCall::abi_decode_returns(&out)
-            .map_err(|e| format!("authorizationState answered {out}: {e}"))
-    }
-}
-
-/// Reads USDC's `authorizationState` through `BASE_RPC_URL` (reconciliation, x402 notes §7.2).
-#[derive(Clone)]
-pub struct ChainReader {
-    rpc: Rpc,
-}
-
-impl ChainReader {
-    /// No request is made until the first read.
-    pub fn new(rpc_url: &Secret) -> Result<Self, ChainError> {
-        Ok(Self {
-            rpc: Rpc::new(rpc_url)?,
-        })
-    }
-}
-
-#[async_trait]
-impl AuthorizationReader for ChainReader {
-    async fn authorization_used(&self, authorizer: Address, nonce: B256) -> Result<bool, String> {
-        self.rpc.authorization_used(authorizer, nonce).await
-    }
 }
 
 /// Settles payments by sending `transferWithAuthorization` from the settler key.
@@ -224,24 +161,25 @@ impl SelfSettler {
             .with_max_fee_per_gas(fees.max_fee_per_gas)
             .with_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
 
-        let hash = match self.send(tx, deadline).await {
-            Ok(hash) => hash,
+        let sent = match self.send(tx, deadline).await {
+            Ok(sent) => sent,
             Err(outcome) => return outcome,
         };
-        tracing::info!(tx = %hash, payer = %auth.from, nonce = %auth.nonce, "x402.settle_self sent");
-        let outcome = self.await_receipt(hash, auth, deadline).await;
-        tracing::info!(tx = %hash, ?outcome, elapsed_ms = started.elapsed().as_millis() as u64,
+        tracing::info!(tx = %sent.hash, payer = %auth.from, nonce = %auth.nonce, "x402.settle_self sent");
+        let outcome = self.await_receipt(&sent, auth, deadline).await;
+        let label = outcome.label();
+        tracing::info!(tx = %sent.hash, outcome = label, elapsed_ms = started.elapsed().as_millis() as u64,
             "x402.settle_self done");
         outcome
     }
 
-    /// Signs and sends with the next nonce. `Ok` carries the hash of a transaction that may have
-    /// reached the chain (sent, or lost in transport); `Err` is a definite outcome.
+    /// Signs and sends with the next nonce. `Ok` carries a transaction that may have reached the
+    /// chain (sent, or lost in transport), with its signed bytes; `Err` is a definite outcome.
     async fn send(
         &self,
         tx: TransactionRequest,
         deadline: Instant,
-    ) -> Result<TxHash, SettleOutcome> {
+    ) -> Result<SentTransaction, SettleOutcome> {
         // Queued behind other settlements past the deadline: better not sent at all than sent
         // with no time left to see it land.
         let Ok(mut next) = timeout_at(deadline, self.next_nonce.lock()).await else {
@@ -267,28 +205,27 @@ impl SelfSettler {
                 Err(e) => {
                     tracing::error!(error = %e, "x402.settle_self could not sign");
                     return Err(SettleOutcome::Refused {
-                        reason: "settlement_unavailable".into(),
+                        reason: SETTLER_UNAVAILABLE.into(),
                     });
                 }
             };
-            let hash = *signed.tx_hash();
+            let raw = signed.encoded_2718();
+            let sent = SentTransaction {
+                hash: signed.tx_hash().to_string(),
+                raw: Some(alloy_primitives::hex::encode_prefixed(&raw)),
+            };
             // Forget the counter until the node answers: a send cut short leaves it to the chain.
             *next = None;
-            match self
-                .rpc
-                .provider
-                .send_raw_transaction(&signed.encoded_2718())
-                .await
-            {
+            match self.rpc.provider.send_raw_transaction(&raw).await {
                 Ok(_) => {
                     *next = Some(nonce + 1);
-                    return Ok(hash);
+                    return Ok(sent);
                 }
                 Err(RpcError::ErrorResp(payload)) => {
                     let message = payload.message.to_ascii_lowercase();
-                    if message.contains("already known") {
+                    if follow::already_has_it(&message) {
                         *next = Some(nonce + 1);
-                        return Ok(hash);
+                        return Ok(sent);
                     }
                     let nonce_taken = message.contains("nonce too low")
                         || message.contains("replacement transaction underpriced");
@@ -303,9 +240,9 @@ impl SelfSettler {
                 }
                 // The node may or may not have it: wait for a receipt under this hash.
                 Err(e) => {
-                    tracing::warn!(tx = %hash, error = %self.rpc.describe(&e),
+                    tracing::warn!(tx = %sent.hash, error = %self.rpc.describe(&e),
                         "x402.settle_self send failed in transport");
-                    return Ok(hash);
+                    return Ok(sent);
                 }
             }
         }
@@ -316,15 +253,19 @@ impl SelfSettler {
 
     async fn await_receipt(
         &self,
-        hash: TxHash,
+        sent: &SentTransaction,
         auth: &Authorization,
         deadline: Instant,
     ) -> SettleOutcome {
         let pending = || {
-            tracing::warn!(tx = %hash, "x402.settle_self no receipt in time");
+            tracing::warn!(tx = %sent.hash, "x402.settle_self no receipt in time");
             SettleOutcome::Unknown {
                 reason: "settlement_pending".into(),
+                sent: Some(sent.clone()),
             }
+        };
+        let Ok(hash) = sent.hash.parse::<TxHash>() else {
+            return pending();
         };
         loop {
             let Ok(polled) =
@@ -339,19 +280,7 @@ impl SelfSettler {
                         local: false,
                     };
                 }
-                Ok(Some(_)) => {
-                    // Reverted: usually someone else submitted the same authorization first.
-                    let used = self.rpc.authorization_used(auth.from, auth.nonce).await;
-                    tracing::warn!(tx = %hash, ?used, "x402.settle_self reverted");
-                    let reason = if used == Ok(true) {
-                        "authorization_used"
-                    } else {
-                        "transaction_reverted"
-                    };
-                    return SettleOutcome::Refused {
-                        reason: reason.into(),
-                    };
-                }
+                Ok(Some(_)) => return self.reverted(hash, auth).await,
                 Ok(None) => {}
                 Err(e) => {
                     tracing::debug!(tx = %hash, error = %self.rpc.describe(&e), "receipt poll failed");
@@ -361,6 +290,25 @@ impl SelfSettler {
                 return pending();
             }
             tokio::time::sleep(RECEIPT_POLL).await;
+        }
+    }
+
+    /// Our transaction reverted: usually someone else submitted the same nonce first. If that was
+    /// our very authorization, the money moved to us all the same.
+    async fn reverted(&self, hash: TxHash, auth: &Authorization) -> SettleOutcome {
+        let state = self.rpc.authorization(&auth.query(lookback_start())).await;
+        tracing::warn!(tx = %hash, ?state, "x402.settle_self reverted");
+        match state {
+            Ok(AuthorizationState::Paid { transaction }) => SettleOutcome::Settled {
+                transaction,
+                local: false,
+            },
+            Ok(AuthorizationState::Void { reason }) => SettleOutcome::Refused { reason },
+            Ok(AuthorizationState::Unused) => SettleOutcome::Refused {
+                reason: "transaction_reverted".into(),
+            },
+            // Used, but by what we cannot tell: not a refusal we could stand by.
+            Err(e) => SettleOutcome::unknown(e),
         }
     }
 
@@ -386,7 +334,7 @@ impl SelfSettler {
     fn unavailable(&self, e: &TransportError) -> SettleOutcome {
         tracing::warn!(error = %self.rpc.describe(e), "x402.settle_self RPC unavailable");
         SettleOutcome::Refused {
-            reason: "settlement_unavailable".into(),
+            reason: SETTLER_UNAVAILABLE.into(),
         }
     }
 }
@@ -395,8 +343,18 @@ impl SelfSettler {
 fn too_slow_to_send() -> SettleOutcome {
     tracing::warn!("x402.settle_self deadline passed before sending");
     SettleOutcome::Refused {
-        reason: "settlement_unavailable".into(),
+        reason: SETTLER_UNAVAILABLE.into(),
     }
+}
+
+/// Where a search for an authorization's log may start: a use older than this would have been
+/// refused before our first attempt, never left unknown.
+fn lookback_start() -> u64 {
+    const LOOKBACK_S: u64 = 600;
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+        .saturating_sub(LOOKBACK_S)
 }
 
 #[async_trait]
@@ -409,6 +367,27 @@ impl Settler for SelfSettler {
             },
         }
     }
+
+    async fn settle_again(
+        &self,
+        request: &SettleRequest,
+        sent: Option<&SentTransaction>,
+    ) -> SettleOutcome {
+        let auth = match Authorization::from_request(request) {
+            Ok(auth) => auth,
+            Err(reason) => {
+                return SettleOutcome::Refused {
+                    reason: reason.into(),
+                };
+            }
+        };
+        if let Some(sent) = sent
+            && let Some(outcome) = self.follow(sent, &auth).await
+        {
+            return outcome;
+        }
+        self.settle_authorization(&auth).await
+    }
 }
 
 /// Reconciliation reads through the settler's own connection.
@@ -416,5 +395,11 @@ impl Settler for SelfSettler {
 impl AuthorizationReader for SelfSettler {
     async fn authorization_used(&self, authorizer: Address, nonce: B256) -> Result<bool, String> {
         self.rpc.authorization_used(authorizer, nonce).await
+    }
+    async fn authorization(
+        &self,
+        query: &AuthorizationQuery,
+    ) -> Result<AuthorizationState, String> {
+        self.rpc.authorization(query).await
     }
 }

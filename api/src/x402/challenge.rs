@@ -61,6 +61,9 @@ pub mod codes {
     pub fn settlement_failed(reason: &str) -> String {
         format!("settlement_failed:{reason}")
     }
+    /// The error of an unpaid call whose settlement was not processed through no fault of the
+    /// payer's: answered 503, never 402.
+    pub const SETTLEMENT_UNAVAILABLE: &str = "settlement_unavailable:";
 }
 
 /// `maxTimeoutSeconds` of every requirement we offer; a v2 payment's `accepted` must echo it.

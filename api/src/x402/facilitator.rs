@@ -68,9 +68,14 @@ pub struct SettleResponse {
 }
 
 /// The settlement outcome is unknown: it may or may not have happened (a timeout in particular
-/// can hide a transfer that lands later), so a caller must not treat these as "not paid".
+/// can hide a transfer that lands later), so a caller must not treat these as "not paid" — except
+/// `Unauthorized`, a refusal of our credentials before anything was processed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum FacilitatorError {
+    /// HTTP 401/403: the facilitator refused our credentials (`CDP_API_KEY_ID`/`CDP_API_KEY_SECRET`
+    /// or `X402_FACILITATOR_AUTH`) and processed nothing.
+    #[error("the facilitator refused our credentials (HTTP {status})")]
+    Unauthorized { status: u16 },
     #[error("the facilitator did not answer in time")]
     Timeout,
     #[error("could not reach the facilitator: {0}")]
@@ -85,6 +90,7 @@ impl FacilitatorError {
     /// A stable code for `settlement_failed:<reason>` and for metrics.
     pub fn reason(&self) -> &'static str {
         match self {
+            Self::Unauthorized { .. } => super::settle::FACILITATOR_UNAUTHORIZED,
             Self::Timeout => "facilitator_timeout",
             Self::Transport(_) => "facilitator_unreachable",
             Self::Status { .. } => "facilitator_error",
@@ -129,6 +135,19 @@ enum Auth {
         signer: Box<CdpSigner>,
         uri: String,
     },
+}
+
+impl Auth {
+    /// Which variables the credentials come from, for an error a person acts on.
+    fn kind(&self) -> &'static str {
+        match self {
+            Auth::None => {
+                "none configured (X402_FACILITATOR_AUTH or CDP_API_KEY_ID/CDP_API_KEY_SECRET)"
+            }
+            Auth::Static(_) => "X402_FACILITATOR_AUTH",
+            Auth::Cdp { .. } => "CDP_API_KEY_ID/CDP_API_KEY_SECRET",
+        }
+    }
 }
 
 impl fmt::Debug for HttpFacilitator {
@@ -238,6 +257,12 @@ impl HttpFacilitator {
                 Ok(answer) if !answer.success => Ok(answer),
                 _ => Err(status_error(status, &body)),
             },
+            // Checked before anything is processed: nothing was settled.
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                Err(FacilitatorError::Unauthorized {
+                    status: status.as_u16(),
+                })
+            }
             _ => Err(status_error(status, &body)),
         };
         match &outcome {
@@ -247,6 +272,12 @@ impl HttpFacilitator {
                 error_reason = answer.error_reason.as_deref().unwrap_or(""),
                 transaction = %answer.transaction,
                 "facilitator answered"
+            ),
+            // The operator's to fix; the credentials themselves are never logged.
+            Err(error @ FacilitatorError::Unauthorized { .. }) => tracing::error!(
+                %error,
+                credentials = self.auth.kind(),
+                "the facilitator refused our credentials; nothing was settled: check them"
             ),
             Err(error) => tracing::warn!(%error, "settlement outcome unknown"),
         }

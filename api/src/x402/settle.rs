@@ -6,7 +6,7 @@
 //! landed, so an unknown payment is reconciled (`paid::reconcile`), never released by guessing.
 
 use super::facilitator::{Facilitator, FacilitatorError, SettleRequest, SettleResponse};
-use alloy_primitives::{Address, B256};
+use alloy_primitives::{Address, B256, U256};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::Arc;
@@ -14,13 +14,36 @@ use std::sync::Arc;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SettleOutcome {
     /// The transfer happened. `transaction` is its hash; empty only for the development default,
-    /// which moves no money (`local == true`).
+    /// which moves no money (`local == true`), and for a reconciliation that could prove the
+    /// transfer but not name its transaction (no `BASE_RPC_URL`).
     Settled { transaction: String, local: bool },
     /// A definite answer that the transfer did not and will not happen.
     Refused { reason: String },
-    /// It may or may not have happened.
-    Unknown { reason: String },
+    /// It may or may not have happened. `sent` is a transaction that may carry it, when one is
+    /// known: reconciliation follows it rather than sending another.
+    Unknown {
+        reason: String,
+        sent: Option<SentTransaction>,
+    },
 }
+
+/// A transaction that may carry a settlement whose outcome is unknown: the one a facilitator's
+/// `settlement_pending` answer (or an answer we cannot attribute) named, or one we sent ourselves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SentTransaction {
+    pub hash: String,
+    /// The signed transaction (EIP-2718, 0x-hex) when we sent it: reconciliation hands the node
+    /// exactly these bytes again, and sends a new transaction only once this one provably never
+    /// will be mined.
+    pub raw: Option<String>,
+}
+
+/// The refusal reason of a facilitator that refused our credentials (HTTP 401/403): nothing was
+/// processed, and it is the operator's fault, not the payer's (`is_operator_fault`).
+pub const FACILITATOR_UNAUTHORIZED: &str = "facilitator_unauthorized";
+/// The refusal reason of our own settlement when nothing was sent because of us (the RPC is
+/// unreachable, the key cannot sign, the deadline passed in our queue): the operator's fault too.
+pub const SETTLER_UNAVAILABLE: &str = "settlement_unavailable";
 
 impl SettleOutcome {
     /// The metric label.
@@ -28,23 +51,80 @@ impl SettleOutcome {
         match self {
             Self::Settled { local: true, .. } => "unsettled",
             Self::Settled { .. } => "settled",
+            Self::Refused { .. } if self.is_operator_fault() => "not_processed",
             Self::Refused { .. } => "refused",
             Self::Unknown { .. } => "unknown",
         }
     }
+
+    /// An unknown outcome with no transaction to follow.
+    pub fn unknown(reason: impl Into<String>) -> Self {
+        Self::Unknown {
+            reason: reason.into(),
+            sent: None,
+        }
+    }
+
+    /// Nothing was settled because our own set-up is broken (the facilitator refused our
+    /// credentials, our RPC is down): not the payer's fault, so not a 402, and the authorization
+    /// stays usable.
+    pub fn is_operator_fault(&self) -> bool {
+        matches!(self, Self::Refused { reason }
+            if reason == FACILITATOR_UNAUTHORIZED || reason == SETTLER_UNAVAILABLE)
+    }
 }
 
-/// Reads a payment's authorization on chain: whether USDC's `authorizationState(from, nonce)` is
-/// set. `Err` is "could not tell" (an unknown of its own).
+/// One of our authorizations, as reconciliation asks the chain about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthorizationQuery {
+    pub authorizer: Address,
+    pub nonce: B256,
+    /// What the authorization pays, and to whom: a use of its nonce that moved anything else was
+    /// another authorization's (the payer signed two with one nonce), never our payment.
+    pub to: Address,
+    pub value: U256,
+    /// Unix seconds: uses before this are not looked for (it bounds the log search).
+    pub since: u64,
+}
+
+/// What the chain says about one authorization. USDC's `authorizationState` is true for a used
+/// and for a canceled authorization alike (EIP-3009 `cancelAuthorization`), so only the logs tell
+/// a payment from a cancellation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AuthorizationState {
+    /// Neither used nor canceled yet.
+    Unused,
+    /// `AuthorizationUsed` in `transaction`, followed by the `Transfer` of our value to our payee.
+    Paid { transaction: String },
+    /// Canceled, or its nonce used by another authorization: ours can never move money.
+    Void { reason: String },
+}
+
+/// Reads a payment's authorization on chain. `Err` is "could not tell" (an unknown of its own).
 #[async_trait]
 pub trait AuthorizationReader: Send + Sync {
+    /// USDC's `authorizationState(authorizer, nonce)`: used or canceled.
     async fn authorization_used(&self, authorizer: Address, nonce: B256) -> Result<bool, String>;
+    /// Whether the authorization paid us, was voided, or is still unused.
+    async fn authorization(&self, query: &AuthorizationQuery)
+    -> Result<AuthorizationState, String>;
 }
 
 /// Anything that settles a verified payment.
 #[async_trait]
 pub trait Settler: Send + Sync {
     async fn settle(&self, request: &SettleRequest) -> SettleOutcome;
+    /// Reconciliation's attempt on a payment whose outcome is unknown, knowing the transaction
+    /// that may carry it. A facilitator is simply asked again (the identical payload is safe: a
+    /// used nonce cannot move money twice); our own settlement follows its transaction.
+    async fn settle_again(
+        &self,
+        request: &SettleRequest,
+        sent: Option<&SentTransaction>,
+    ) -> SettleOutcome {
+        let _ = sent;
+        self.settle(request).await
+    }
     /// Whether this settler moves no money (development): the payment is recorded `unsettled`.
     fn is_local(&self) -> bool {
         false
@@ -81,50 +161,60 @@ pub struct Expect<'a> {
 }
 
 /// Classifies a facilitator's answer. A success must name a transaction, our network and our payer;
-/// a success that does not is not proof of anything, so it is unknown rather than settled.
+/// a success that does not is not proof of anything, so it is unknown rather than settled (and its
+/// transaction, if it names one, is followed by reconciliation).
 pub fn classify(
     answer: Result<SettleResponse, FacilitatorError>,
     expect: &Expect<'_>,
 ) -> SettleOutcome {
-    match answer {
-        Err(e) => SettleOutcome::Unknown {
-            reason: e.reason().to_owned(),
-        },
-        Ok(r) if r.success => {
-            if !is_tx_hash(&r.transaction) {
-                return SettleOutcome::Unknown {
-                    reason: "settled_without_transaction".into(),
-                };
-            }
-            if !r.network.is_empty() && r.network != expect.network {
-                return SettleOutcome::Unknown {
-                    reason: "settled_on_another_network".into(),
-                };
-            }
-            let payer_ok = r.payer.as_deref().is_none_or(|p| {
-                p.is_empty() || p.parse::<Address>().is_ok_and(|a| a == expect.payer)
-            });
-            if !payer_ok {
-                return SettleOutcome::Unknown {
-                    reason: "settled_for_another_payer".into(),
-                };
-            }
-            SettleOutcome::Settled {
-                transaction: r.transaction,
-                local: false,
-            }
+    let r = match answer {
+        // Refused our credentials before processing anything.
+        Err(FacilitatorError::Unauthorized { .. }) => {
+            return SettleOutcome::Refused {
+                reason: FACILITATOR_UNAUTHORIZED.into(),
+            };
         }
-        Ok(r) => {
-            let reason = r
-                .error_reason
-                .filter(|s| !s.trim().is_empty())
-                .unwrap_or_else(|| "settlement_refused".into());
-            if means_pending(&reason) {
-                SettleOutcome::Unknown { reason }
-            } else {
-                SettleOutcome::Refused { reason }
-            }
+        Err(e) => return SettleOutcome::unknown(e.reason()),
+        Ok(r) => r,
+    };
+    let sent = is_tx_hash(&r.transaction).then(|| SentTransaction {
+        hash: r.transaction.clone(),
+        raw: None,
+    });
+    let unknown = |reason: &str| SettleOutcome::Unknown {
+        reason: reason.into(),
+        sent: sent.clone(),
+    };
+    if !r.success {
+        let reason = r
+            .error_reason
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or_else(|| "settlement_refused".into());
+        return if means_pending(&reason) {
+            unknown(&reason)
+        } else {
+            SettleOutcome::Refused { reason }
+        };
+    }
+    if sent.is_none() {
+        return unknown("settled_without_transaction");
+    }
+    if r.network.is_empty() {
+        return unknown("settled_without_network");
+    }
+    if r.network != expect.network {
+        return unknown("settled_on_another_network");
+    }
+    match r.payer.as_deref().map(str::trim).filter(|p| !p.is_empty()) {
+        None => return unknown("settled_without_payer"),
+        Some(p) if p.parse::<Address>().ok() != Some(expect.payer) => {
+            return unknown("settled_for_another_payer");
         }
+        Some(_) => {}
+    }
+    SettleOutcome::Settled {
+        transaction: r.transaction,
+        local: false,
     }
 }
 
@@ -221,6 +311,52 @@ mod tests {
     }
 
     #[test]
+    fn a_success_we_cannot_attribute_is_unknown_and_its_transaction_is_followed() {
+        let followed = Some(SentTransaction {
+            hash: TX.into(),
+            raw: None,
+        });
+        for (answer, reason) in [
+            (success(TX, "", Some(PAYER)), "settled_without_network"),
+            (success(TX, "eip155:8453", None), "settled_without_payer"),
+            (
+                success(TX, "eip155:8453", Some("")),
+                "settled_without_payer",
+            ),
+            (
+                success(TX, "eip155:8453", Some("not an address")),
+                "settled_for_another_payer",
+            ),
+        ] {
+            assert_eq!(
+                classify(Ok(answer), &expect()),
+                SettleOutcome::Unknown {
+                    reason: reason.into(),
+                    sent: followed.clone(),
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn refused_credentials_are_a_definite_not_processed_that_is_the_operators_fault() {
+        for status in [401, 403] {
+            let outcome = classify(Err(FacilitatorError::Unauthorized { status }), &expect());
+            assert_eq!(
+                outcome,
+                SettleOutcome::Refused {
+                    reason: FACILITATOR_UNAUTHORIZED.into()
+                }
+            );
+            assert!(outcome.is_operator_fault());
+        }
+        let payer_fault = SettleOutcome::Refused {
+            reason: "insufficient_funds".into(),
+        };
+        assert!(!payer_fault.is_operator_fault());
+    }
+
+    #[test]
     fn errors_and_pending_are_unknown_and_definite_refusals_are_refused() {
         for e in [
             FacilitatorError::Timeout,
@@ -241,6 +377,19 @@ mod tests {
             payer: None,
         };
         assert!(unknown(Ok(refusal("settlement_pending"))));
+        // A pending answer that names its transaction hands it to reconciliation.
+        let mut pending = refusal("settlement_pending");
+        pending.transaction = TX.into();
+        assert_eq!(
+            classify(Ok(pending), &expect()),
+            SettleOutcome::Unknown {
+                reason: "settlement_pending".into(),
+                sent: Some(SentTransaction {
+                    hash: TX.into(),
+                    raw: None
+                }),
+            }
+        );
         assert!(unknown(Ok(refusal("unexpected_settle_error"))));
         assert_eq!(
             classify(Ok(refusal("insufficient_funds")), &expect()),

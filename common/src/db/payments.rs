@@ -8,6 +8,9 @@ pub mod status {
     /// Development only: verified locally, nothing moved.
     pub const UNSETTLED: &str = "unsettled";
     pub const REFUSED: &str = "refused";
+    /// Nothing was processed, through no fault of the payer's (the facilitator refused our
+    /// credentials): the reservation is handed back, and the same authorization may pay again.
+    pub const RELEASED: &str = "released";
     /// The transfer may or may not have happened; the reconciliation sweep finds out.
     pub const UNKNOWN: &str = "unknown";
 

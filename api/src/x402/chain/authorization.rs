@@ -2,7 +2,7 @@
 //! arguments, and the refusal reasons that USDC's revert messages map to.
 
 use super::{IUsdc, USDC};
-use crate::x402::facilitator::SettleRequest;
+use crate::x402::{facilitator::SettleRequest, settle::AuthorizationQuery};
 use alloy_primitives::{Address, B256, U256};
 use serde_json::Value;
 
@@ -77,6 +77,17 @@ impl Authorization {
             return Err("recipient_mismatch");
         }
         Ok(auth)
+    }
+
+    /// The chain question "did this authorization pay us?", for uses since `since` (unix s).
+    pub fn query(&self, since: u64) -> AuthorizationQuery {
+        AuthorizationQuery {
+            authorizer: self.from,
+            nonce: self.nonce,
+            to: self.to,
+            value: self.value,
+            since,
+        }
     }
 
     pub fn call(&self) -> IUsdc::transferWithAuthorizationCall {

@@ -16,8 +16,9 @@ pub struct Model {
     pub amount: String,
     pub network: String,
     pub x402_version: i32,
-    /// `reserved`, `settled`, `unsettled` (development: verified locally only), `refused` or
-    /// `unknown` (being reconciled); see `db::payments::status`.
+    /// `reserved`, `settled`, `unsettled` (development: verified locally only), `refused`,
+    /// `released` (nothing processed; the authorization may be offered again) or `unknown` (being
+    /// reconciled); see `db::payments::status`.
     pub status: String,
     pub transaction: Option<String>,
     pub error: Option<String>,
@@ -29,6 +30,11 @@ pub struct Model {
     pub checks: i32,
     /// When the reconciliation sweep looks at an unknown payment next (also its lease).
     pub next_check_at: Option<DateTimeUtc>,
+    /// While the outcome is unknown: a transaction that may carry it (a facilitator named it, or
+    /// we sent it), which reconciliation follows.
+    pub sent_tx: Option<String>,
+    /// That transaction's signed bytes (0x-hex) when we sent it ourselves.
+    pub sent_tx_raw: Option<String>,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
 }

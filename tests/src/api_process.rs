@@ -1,0 +1,86 @@
+//! The `api` binary as a separate process, its output (log lines on stdout) captured: for tests of what the real
+//! program writes, such as secrets that must never reach a log line.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+
+pub struct ApiProcess {
+    child: Child,
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    log: Arc<Mutex<String>>,
+}
+
+impl Drop for ApiProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl ApiProcess {
+    /// Starts `api` with exactly `env` (plus `PATH`) and JSON logs, and waits for its
+    /// `listening` line.
+    pub async fn start(env: &[(String, String)]) -> Self {
+        let mut child = Command::new(crate::binary("api"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("LOG_FORMAT", "json")
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the api starts");
+        // Log lines go to stdout, start-up failures to stderr: both are kept.
+        let log = Arc::new(Mutex::new(String::new()));
+        let out = child.stdout.take().expect("stdout");
+        let err = child.stderr.take().expect("stderr");
+        collect(out, Arc::clone(&log));
+        collect(err, Arc::clone(&log));
+        let mut process = Self {
+            child,
+            url: String::new(),
+            log,
+        };
+        // Bounded like `wait_until`, with the log in the message when it never comes.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let addr = loop {
+            let found = process.log().lines().find_map(|line| {
+                let v: serde_json::Value = serde_json::from_str(line).ok()?;
+                (v["message"] == "listening").then(|| v["addr"].as_str().map(str::to_owned))?
+            });
+            if let Some(addr) = found {
+                break addr;
+            }
+            let exited = process.child.try_wait().ok().flatten();
+            assert!(
+                exited.is_none() && std::time::Instant::now() < deadline,
+                "the api did not start ({exited:?}):\n{}",
+                process.log()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        };
+        process.url = format!("http://{addr}");
+        process
+    }
+
+    /// Everything logged so far.
+    pub fn log(&self) -> String {
+        self.log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// Appends every line `from` writes to `log`, until it closes.
+fn collect(from: impl std::io::Read + Send + 'static, log: Arc<Mutex<String>>) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(from).lines().map_while(Result::ok) {
+            let mut log = log.lock().unwrap_or_else(PoisonError::into_inner);
+            log.push_str(&line);
+            log.push('\n');
+        }
+    });
+}
