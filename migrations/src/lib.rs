@@ -9,6 +9,7 @@ mod m20261123_000003_settlement;
 mod m20261123_000004_call_lease;
 mod m20261123_000005_phone_marks;
 mod m20261123_000006_webhook_receipts;
+mod m20261124_000007_lease_process;
 
 pub struct Migrator;
 
@@ -22,6 +23,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000004_call_lease::Migration),
             Box::new(m20261123_000005_phone_marks::Migration),
             Box::new(m20261123_000006_webhook_receipts::Migration),
+            Box::new(m20261124_000007_lease_process::Migration),
         ]
     }
 }

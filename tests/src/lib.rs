@@ -262,6 +262,14 @@ pub async fn wait_until(what: &str, mut cond: impl AsyncFnMut() -> bool) {
     }
 }
 
+/// A loopback port free right now (for a process that must bind it itself).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
 /// Serves a fake provider on a loopback port: its base URL, and the sender that stops it.
 pub async fn serve_loopback(app: axum::Router) -> (String, oneshot::Sender<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

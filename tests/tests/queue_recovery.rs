@@ -3,14 +3,21 @@
 //! jobs again without anyone restarting the worker; a job in flight at the fault runs once; a
 //! worker that cannot get back within its limit exits non-zero for its supervisor.
 //!
+//! A worker killed mid-call has its call taken over by another at once, straight from the
+//! database (even with Redis down); a push that fails after settlement is retried until it
+//! lands; the api is not ready while no worker consumes its queues.
+//!
 //! Each test runs its own redis-server on a free port: faults must not reach the shared Redis
 //! other tests use. Times are printed (`--nocapture`) as the measured recovery numbers.
 
+use grove_common::db::{calls, entities::call};
 use grove_tests::{
+    free_port,
     llm::{Reply, caller_body},
     paid::{Options, PaidApp, spawn_paid},
     wait_until,
 };
+use sea_orm::EntityTrait;
 use serde_json::Value;
 use std::{
     path::PathBuf,
@@ -26,13 +33,6 @@ struct PrivateRedis {
     dir: PathBuf,
     persist: bool,
     child: Option<Child>,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
 }
 
 impl PrivateRedis {
@@ -438,37 +438,24 @@ async fn a_killed_workers_jobs_spread_over_the_others_and_run_once_more() {
     })
     .await;
     let rerun_after = killed.elapsed();
-    // Who holds them now: each live worker's in-flight set (the killed one's still holds its
-    // six until Redis expires it; the api's recovery sweep may have pushed the re-runs first).
-    let client = redis::Client::open(rig.redis.url()).expect("client");
-    let mut conn = client
-        .get_multiplexed_async_connection()
+    // Who runs them now: the process each call's lease names. The killed worker's calls were
+    // taken over (its liveness lock went with it), spread over both survivors.
+    let db = grove_common::db::connect_url(&rig.paid.db.url)
         .await
-        .expect("redis");
-    let namespace = rig.paid.env["QUEUE_NAMESPACE"].clone();
-    let config = grove_common::queue::redis_config(&grove_common::jobs::coaching_queue(&namespace));
-    let now = chrono::Utc::now().timestamp();
-    let live: Vec<String> = redis::cmd("ZRANGEBYSCORE")
-        .arg(config.workers_set())
-        .arg(now - 4)
-        .arg("+inf")
-        .query_async(&mut conn)
-        .await
-        .expect("live workers");
-    assert_eq!(live.len(), 2, "{live:?}");
-    let mut held = Vec::new();
-    for name in live {
-        let n: usize = redis::cmd("SCARD")
-            .arg(format!("{}:{name}", config.inflight_jobs_set()))
-            .query_async(&mut conn)
+        .expect("db");
+    let mut by_process = std::collections::BTreeMap::<i64, usize>::new();
+    for c in call::Entity::find().all(&db).await.expect("calls") {
+        let holder = calls::holder(&db, c.id)
             .await
-            .expect("SCARD");
-        held.push(n);
+            .expect("holder")
+            .expect("the call");
+        *by_process
+            .entry(holder.lease_process.expect("a process holds it"))
+            .or_default() += 1;
     }
+    let mut held: Vec<usize> = by_process.into_values().collect();
     held.sort_unstable();
-    // Each call's re-run (and, once the killed worker's name expired, its orphaned job, which
-    // finds the re-run's live lease and calls no model).
-    assert!(held.iter().sum::<usize>() >= CALLS, "{held:?}");
+    assert_eq!(held.iter().sum::<usize>(), CALLS, "{held:?}");
     assert_eq!(
         held.len(),
         2,
@@ -505,4 +492,146 @@ async fn a_killed_workers_jobs_spread_over_the_others_and_run_once_more() {
         answered_after.as_secs_f64(),
         model.as_secs_f64()
     );
+}
+
+#[tokio::test]
+async fn a_killed_workers_call_is_taken_over_by_another_worker_even_with_redis_down() {
+    let mut rig = rig(false, 60).await;
+    rig.paid.llm.script([Reply::Slow(Duration::from_secs(60))]);
+    let body = new_question();
+    let payment = rig
+        .paid
+        .payment_for(PATH, &body, grove_tests::x402::PayOptions::default())
+        .await;
+    let call = rig.paid.spawn_paid_call(PATH, &body, &payment);
+    wait_until("the model request", async || rig.paid.llm.received() == 1).await;
+    let health = format!("127.0.0.1:{}", free_port());
+    let mut other = rig
+        .paid
+        .start_worker_process_with(&[("WORKER_HEALTH_ADDR", &health)]);
+    wait_until("a second worker", async || {
+        worker_ready(&rig.http, &health).await
+    })
+    .await;
+
+    // No queue to redeliver anything, and the worker at the model dies.
+    rig.redis.kill();
+    let _ = rig.worker.kill();
+    let _ = rig.worker.wait();
+    let killed = Instant::now();
+    let response = tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .expect("answered in time")
+        .expect("task")
+        .expect("response");
+    let answered = killed.elapsed();
+    let _ = other.kill();
+    let _ = other.wait();
+    assert_eq!(response.status(), 200);
+    assert_eq!(rig.paid.facilitator.transfers(), 1);
+    assert_eq!(
+        rig.paid.llm.received(),
+        2,
+        "the cut model call and the re-run"
+    );
+    assert_eq!(rig.paid.llm.completed(), 1, "one answer billed");
+    eprintln!(
+        "worker SIGKILL with Redis down: the call re-ran on the other worker and was answered {:.2}s after the kill",
+        answered.as_secs_f64()
+    );
+}
+
+/// The api's `grove_push_retries` gauge.
+async fn push_retries(rig: &Rig) -> Option<u64> {
+    let text = rig.paid.app.get("/metrics").await.text().await.ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("grove_push_retries ")?.parse().ok())
+}
+
+#[tokio::test]
+async fn a_push_that_fails_after_settlement_is_retried_until_it_lands() {
+    // CALL_DEADLINE_S is 40 here: the recovery sweep alone would wait that long.
+    let mut rig = rig(false, 60).await;
+    rig.redis.kill();
+    let body = new_question();
+    let payment = rig
+        .paid
+        .payment_for(PATH, &body, grove_tests::x402::PayOptions::default())
+        .await;
+    let call = rig.paid.spawn_paid_call(PATH, &body, &payment);
+    wait_until("the failed push to be retried", async || {
+        push_retries(&rig).await == Some(1)
+    })
+    .await;
+    assert_eq!(
+        rig.paid.facilitator.transfers(),
+        1,
+        "settled before the push"
+    );
+    assert_eq!(rig.paid.llm.received(), 0);
+
+    rig.redis.launch().await;
+    let back = Instant::now();
+    let response = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("answered without a client retry")
+        .expect("task")
+        .expect("response");
+    assert_eq!(response.status(), 200);
+    let answered = back.elapsed();
+    assert_eq!(rig.paid.llm.received(), 1, "one model call");
+    assert_eq!(rig.paid.facilitator.transfers(), 1);
+    wait_until("no push left to retry", async || {
+        push_retries(&rig).await == Some(0)
+    })
+    .await;
+    eprintln!(
+        "push refused (Redis down) after settlement: answered {:.2}s after Redis came back",
+        answered.as_secs_f64()
+    );
+}
+
+#[tokio::test]
+async fn the_api_is_not_ready_while_no_worker_consumes_its_queues() {
+    let redis = PrivateRedis::start(false).await;
+    let paid = spawn_paid(Options {
+        extra_env: vec![
+            ("REDIS_URL".into(), redis.url()),
+            ("QUEUE_NAMESPACE".into(), grove_tests::paid::namespace()),
+        ],
+        ..Default::default()
+    })
+    .await;
+    let r = paid.app.get("/readyz").await;
+    assert_eq!(r.status(), 503);
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(body["checks"]["queue"], "ok", "Redis itself answers");
+    assert_eq!(body["checks"]["consumers"], "none_alive");
+    assert_eq!(
+        body["consumers"],
+        serde_json::json!({"coaching": 0, "review": 0})
+    );
+
+    let mut worker = paid.start_worker_process();
+    wait_until("the api to see the worker", async || {
+        paid.app.get("/readyz").await.status() == 200
+    })
+    .await;
+    let body = paid.app.get_json("/readyz").await;
+    assert_eq!(body["checks"]["consumers"], "ok");
+    assert_eq!(body["consumers"]["coaching"], 1);
+    assert_eq!(body["consumers"]["review"], 1);
+    let metrics = paid.app.get("/metrics").await.text().await.expect("text");
+    assert!(
+        metrics.contains("grove_queue_consumers{queue=\"coaching\"} 1"),
+        "{metrics}"
+    );
+
+    let _ = worker.kill();
+    let _ = worker.wait();
+    wait_until(
+        "the api to see no worker once its heartbeats stop",
+        async || paid.app.get("/readyz").await.status() == 503,
+    )
+    .await;
 }
