@@ -265,7 +265,9 @@ pub fn document(config: &Config, schemas: &SchemaRegistry) -> Value {
         "checks": {"type": "object", "properties": {
             "database": {"enum": ["ok", "unavailable"]},
             "queue": {"enum": ["ok", "unavailable"]},
+            "consumers": {"enum": ["ok", "none_alive"], "description": "With separate workers (Redis): whether every queue has a live worker consumer."},
         }},
+        "consumers": {"type": "object", "description": "With separate workers (Redis): live worker consumers per queue (a heartbeat within the last 6 s).", "additionalProperties": {"type": "integer", "minimum": 0}},
     }});
 
     let rr_id = json!([{"name": "id", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^rr_"}}]);
@@ -334,7 +336,7 @@ pub fn document(config: &Config, schemas: &SchemaRegistry) -> Value {
         "/healthz": get_json("getHealth", "Liveness", "operations", json!({"type": "object"})),
         "/readyz": {"get": free_operation(json!({
             "operationId": "getReadiness",
-            "summary": "Readiness (database, queue)",
+            "summary": "Readiness (database, queue, and with separate workers, a live consumer on every queue)",
             "tags": ["operations"], "security": [],
             "responses": {
                 "200": {"description": "Ready", "content": json_content(readiness.clone())},
