@@ -264,3 +264,53 @@ async fn the_embedded_mode_finishes_a_call_in_flight_after_a_crash_and_restart()
     assert_eq!(facilitator.transfers(), 1);
     assert_eq!(llm.received(), 2);
 }
+
+/// What a crash of the embedded mode leaves when a settled call's job was still in the
+/// in-process queue: the call `pending` since before the process started again.
+#[tokio::test]
+async fn the_embedded_mode_runs_at_start_up_the_calls_its_previous_run_had_queued() {
+    let before = Utc::now();
+    // A minute of call deadline: the sweep's usual "pending for a whole deadline" would wait it.
+    let rig = spawn_paid(Options {
+        deadline_s: 60,
+        ..Default::default()
+    })
+    .await;
+    let conn = grove_common::db::connect_url(&rig.db.url)
+        .await
+        .expect("db");
+    let id = uuid::Uuid::now_v7();
+    let earlier = before - chrono::Duration::seconds(1);
+    use sea_orm::ActiveValue::Set;
+    call::Entity::insert(call::ActiveModel {
+        id: Set(id),
+        kind: Set("coaching".into()),
+        agent: Set(Some("mary".into())),
+        mode: Set(Some("diagnose_growth".into())),
+        payer: Set("0x00000000000000000000000000000000000000aa".into()),
+        request_hash: Set(format!("hash-{id}")),
+        request: Set(caller_body("diagnose_growth")),
+        status: Set(calls::status::PENDING.into()),
+        attempts: Set(0),
+        runs: Set(0),
+        error: Set(None),
+        receipt_id: Set(format!("rcpt_{}", id.simple())),
+        request_id: Set("req-before-the-crash".into()),
+        created_at: Set(earlier),
+        updated_at: Set(earlier),
+        completed_at: Set(None),
+    })
+    .exec(&conn)
+    .await
+    .expect("a call left pending by the previous run");
+
+    wait_until("the call to run with no client", async || {
+        calls::load(&conn, id)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|c| c.status == calls::status::COMPLETED)
+    })
+    .await;
+    assert_eq!(rig.llm.received(), 1);
+}

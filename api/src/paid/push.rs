@@ -22,6 +22,8 @@ use uuid::Uuid;
 
 const FIRST_PAUSE: Duration = Duration::from_millis(250);
 const MAX_PAUSE: Duration = Duration::from_secs(5);
+/// The attempt at which a push still failing is logged as an error.
+const STILL_FAILING_AT: u32 = 10;
 
 /// The calls whose push is being retried in this process (one retry task per call), and the
 /// signal that stops them at shutdown.
@@ -64,7 +66,7 @@ pub(crate) async fn enqueue(state: &AppState, call_id: Uuid, kind: &str) -> bool
     match push(state, call_id, kind, &request_id).await {
         Ok(()) => true,
         Err(e) => {
-            tracing::error!(error = %e, %call_id, "could not enqueue a settled call; retrying with backoff");
+            tracing::warn!(error = %e, %call_id, "could not enqueue a settled call; retrying with backoff");
             if state.push_retries.begin(call_id) {
                 tokio::spawn(retry(state.clone(), call_id, kind.to_owned(), request_id));
             }
@@ -121,6 +123,10 @@ async fn retry(state: AppState, call_id: Uuid, kind: String, request_id: String)
             Ok(()) => {
                 tracing::info!(%call_id, attempt, "pushed a settled call's job after a failed push");
                 break;
+            }
+            // Loud once it has gone on for a while (about half a minute): the queue is down.
+            Err(e) if attempt == STILL_FAILING_AT => {
+                tracing::error!(error = %e, %call_id, attempt, retry_in = ?pause, "push of a settled call still failing")
             }
             Err(e) => {
                 tracing::warn!(error = %e, %call_id, attempt, retry_in = ?pause, "push still failing")
