@@ -24,7 +24,7 @@ impl MigrationTrait for Migration {
         m.alter_table(
             Table::alter()
                 .table(Calls::Table)
-                .add_column(&mut big_integer_null(Calls::LeaseProcess))
+                .add_column(big_integer_null(Calls::LeaseProcess))
                 .to_owned(),
         )
         .await
