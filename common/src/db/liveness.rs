@@ -259,8 +259,15 @@ fn live_files(dir: &PathBuf) -> Vec<i64> {
         else {
             continue;
         };
-        let Ok(file) = File::open(entry.path()) else {
-            continue;
+        let file = match File::open(entry.path()) {
+            Ok(file) => file,
+            // Removed meanwhile: its process is gone (or stopped cleanly).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            // Cannot tell: count it alive (the time lease still ends a dead one's hold).
+            Err(_) => {
+                live.push(key);
+                continue;
+            }
         };
         match file.try_lock() {
             Ok(()) => {
