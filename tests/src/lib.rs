@@ -7,6 +7,7 @@ pub mod db;
 pub mod facilitator;
 pub mod llm;
 pub mod paid;
+pub mod queue_rig;
 pub mod twilio;
 pub mod x402;
 
