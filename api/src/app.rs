@@ -21,7 +21,7 @@ use grove_common::{
     clock::{Clock, SystemClock},
     completion::Completions,
     config::{Config, SettlementMode},
-    db,
+    db::{self, liveness::Liveness},
     jobs::SweepStats,
     queue::JobQueue,
     sandbox,
@@ -65,6 +65,8 @@ pub struct Application {
     local_addr: SocketAddr,
     /// Stops the embedded worker (if any) when the server stops.
     stop: watch::Sender<bool>,
+    /// The embedded worker's liveness lock: if it is lost, the server stops with an error.
+    liveness: Option<Arc<Liveness>>,
 }
 
 impl Application {
@@ -88,12 +90,13 @@ impl Application {
             source,
         })?;
         let (stop, stopped) = watch::channel(false);
-        let router = Self::router(config, clock, stopped).await?;
+        let (router, liveness) = Self::router(config, clock, stopped).await?;
         Ok(Self {
             listener,
             router,
             local_addr,
             stop,
+            liveness,
         })
     }
 
@@ -102,7 +105,7 @@ impl Application {
         config: Config,
         clock: Arc<dyn Clock>,
         stopped: watch::Receiver<bool>,
-    ) -> Result<Router, StartError> {
+    ) -> Result<(Router, Option<Arc<Liveness>>), StartError> {
         let schemas = Arc::new(SchemaRegistry::load()?);
         sandbox::check_all()?;
         let published = Published::render(&config, &schemas)?;
@@ -125,8 +128,12 @@ impl Application {
             None => Arc::new(LocalFacilitator),
         };
         let (settler, chain) = settlement(&config, facilitator).await?;
-        let (queue, completions, sweeps) =
-            back_end(&config, &db, &schemas, &clock, stopped.clone()).await?;
+        let BackEnd {
+            queue,
+            completions,
+            sweeps,
+            liveness,
+        } = back_end(&config, &db, &schemas, &clock, stopped.clone()).await?;
         let sandbox_header = config.sandbox_header();
         let cors = cors(&sandbox_header);
         let state = AppState::new(Inner {
@@ -143,18 +150,20 @@ impl Application {
             metrics: Default::default(),
             clock,
             sweeps,
+            push_retries: crate::paid::push::Retries::new(stopped.clone()),
         });
         tokio::spawn(crate::paid::reconcile::run(
             state.clone(),
             state.config.sweep_interval,
             stopped,
         ));
-        Ok(routes::router(state)
+        let router = routes::router(state)
             .layer(cors)
             .layer(CatchPanicLayer::custom(|_| {
                 ApiError::Internal("handler panicked".into()).into_response()
             }))
-            .layer(axum::middleware::from_fn(request_id::middleware)))
+            .layer(axum::middleware::from_fn(request_id::middleware));
+        Ok((router, liveness))
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -165,9 +174,21 @@ impl Application {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
-        let served = axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let served = axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown);
+        let lost = async {
+            match &self.liveness {
+                Some(l) => l.lost().await,
+                None => std::future::pending().await,
+            }
+        };
+        let served = tokio::select! {
+            served = served => served,
+            // Other processes may now take this one's calls over: stop running them and exit
+            // with an error, for the supervisor to start a fresh process.
+            () = lost => Err(io::Error::other(
+                "lost the database connection holding the embedded worker's liveness lock",
+            )),
+        };
         let _ = self.stop.send(true);
         served
     }
@@ -200,8 +221,13 @@ async fn settlement(
 }
 
 /// What the API talks to for jobs: the queue, the completion notifier and, with an in-process
-/// worker, its sweeper's statistics.
-type BackEnd = (JobQueue, Completions, Option<Arc<SweepStats>>);
+/// worker, its sweeper's statistics and its liveness lock.
+struct BackEnd {
+    queue: JobQueue,
+    completions: Completions,
+    sweeps: Option<Arc<SweepStats>>,
+    liveness: Option<Arc<Liveness>>,
+}
 
 /// The job queue and completion notifier: shared Redis, or an in-process worker.
 async fn back_end(
@@ -220,11 +246,19 @@ async fn back_end(
         );
         completions.subscribe_redis(client);
         tracing::info!("jobs go to Redis; run `worker` processes to execute them");
-        return Ok((queue, completions, None));
+        return Ok(BackEnd {
+            queue,
+            completions,
+            sweeps: None,
+            liveness: None,
+        });
     }
     #[cfg(feature = "embedded-worker")]
     {
         let completions = Completions::local();
+        let liveness = Liveness::claim(db, &db::url(config))
+            .await
+            .map_err(|e| StartError::Worker(e.to_string()))?;
         let (queue, storages) = grove_worker::runtime::memory_queue();
         let parts = grove_worker::Parts {
             db: db.clone(),
@@ -233,6 +267,7 @@ async fn back_end(
             queue: queue.clone(),
             clock: Arc::clone(clock),
             sweeps: Arc::default(),
+            liveness: Arc::clone(&liveness),
         };
         let sweeps = Arc::clone(&parts.sweeps);
         let deps =
@@ -244,7 +279,12 @@ async fn back_end(
             stopped,
         )
         .map_err(|e| StartError::Worker(e.to_string()))?;
-        Ok((queue, completions, Some(sweeps)))
+        Ok(BackEnd {
+            queue,
+            completions,
+            sweeps: Some(sweeps),
+            liveness: Some(liveness),
+        })
     }
     #[cfg(not(feature = "embedded-worker"))]
     {

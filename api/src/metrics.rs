@@ -26,6 +26,16 @@ struct Inner {
 #[derive(Default)]
 pub struct Metrics(Mutex<Inner>);
 
+/// The queue as read at scrape time.
+pub struct QueueGauges {
+    /// Jobs waiting (None: in-process queue).
+    pub depth: Option<u64>,
+    /// Live consumers per queue (None: in-process queue, or Redis unreadable).
+    pub consumers: Option<Vec<(&'static str, u64)>>,
+    /// Settled calls whose failed push is being retried.
+    pub push_retries: usize,
+}
+
 impl Metrics {
     fn with(&self, f: impl FnOnce(&mut Inner)) {
         if let Ok(mut inner) = self.0.lock() {
@@ -64,7 +74,7 @@ impl Metrics {
     }
 
     /// Prometheus text exposition format.
-    pub fn render(&self, queue_depth: Option<u64>, sweeps: Option<&SweepStats>) -> String {
+    pub fn render(&self, queue: &QueueGauges, sweeps: Option<&SweepStats>) -> String {
         let mut out = String::new();
         let Ok(m) = self.0.lock() else { return out };
         let _ = writeln!(
@@ -116,12 +126,26 @@ impl Metrics {
             "grove_job_latency_seconds_sum {}\ngrove_job_latency_seconds_count {}",
             h.sum, h.count
         );
-        if let Some(depth) = queue_depth {
+        if let Some(depth) = queue.depth {
             let _ = writeln!(
                 out,
                 "# HELP grove_queue_depth Jobs waiting in the queue.\n# TYPE grove_queue_depth gauge\ngrove_queue_depth {depth}"
             );
         }
+        if let Some(consumers) = &queue.consumers {
+            let _ = writeln!(
+                out,
+                "# HELP grove_queue_consumers Worker consumers with a recent heartbeat, by queue.\n# TYPE grove_queue_consumers gauge"
+            );
+            for (name, n) in consumers {
+                let _ = writeln!(out, "grove_queue_consumers{{queue=\"{name}\"}} {n}");
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP grove_push_retries Settled calls whose failed push is being retried.\n# TYPE grove_push_retries gauge\ngrove_push_retries {}",
+            queue.push_retries
+        );
         if let Some(s) = sweeps {
             let _ = writeln!(
                 out,

@@ -34,6 +34,8 @@ pub struct Inner {
     pub clock: Arc<dyn Clock>,
     /// The embedded worker's sweeper (None when `worker` processes run it).
     pub sweeps: Option<Arc<grove_common::jobs::SweepStats>>,
+    /// Settled calls whose failed push is being retried.
+    pub push_retries: crate::paid::push::Retries,
 }
 
 impl AppState {

@@ -193,6 +193,11 @@ impl JobQueue {
         self.review.push(job, delay).await
     }
 
+    /// The embedded mode's in-process queue (its jobs die with the process).
+    pub fn in_process(&self) -> bool {
+        self.conn.is_none()
+    }
+
     /// Readiness: can we reach the queue, and (in-process) is every consumer of it running?
     pub async fn ping(&self) -> Result<(), QueueError> {
         if let Some(conn) = &self.conn {
@@ -210,6 +215,36 @@ impl JobQueue {
             return Err(QueueError::Consumer(down.join(", ")));
         }
         Ok(())
+    }
+
+    /// Consumers alive on each queue (`coaching`, `review`), from apalis-redis's worker
+    /// registrations: a consumer whose last heartbeat is within the orphan bound (`HEARTBEAT` ×
+    /// `MISSED_HEARTBEATS`, after which its jobs go to others) counts. None in memory mode (the
+    /// in-process consumers are checked by `ping`).
+    pub async fn consumers(&self) -> Result<Option<Vec<(&'static str, u64)>>, QueueError> {
+        let (Some(conn), Some(coaching), Some(review)) = (
+            &self.conn,
+            lane_config(&self.coaching),
+            lane_config(&self.review),
+        ) else {
+            return Ok(None);
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        let window = jobs::HEARTBEAT.as_secs() * jobs::MISSED_HEARTBEATS as u64;
+        let mut out = Vec::new();
+        for (name, cfg) in [("coaching", coaching), ("review", review)] {
+            let live: u64 = redis::cmd("ZCOUNT")
+                .arg(cfg.workers_set())
+                .arg(format!("({}", now.saturating_sub(window)))
+                .arg("+inf")
+                .query_async(&mut conn.clone())
+                .await?;
+            out.push((name, live));
+        }
+        Ok(Some(out))
     }
 
     /// Jobs waiting in both queues (active lists plus scheduled sets); None in memory mode.

@@ -10,6 +10,7 @@ mod m20261123_000004_call_lease;
 mod m20261123_000005_phone_marks;
 mod m20261123_000006_webhook_receipts;
 mod m20261124_000007_sent_transaction;
+mod m20261124_000008_lease_process;
 
 pub struct Migrator;
 
@@ -24,6 +25,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000005_phone_marks::Migration),
             Box::new(m20261123_000006_webhook_receipts::Migration),
             Box::new(m20261124_000007_sent_transaction::Migration),
+            Box::new(m20261124_000008_lease_process::Migration),
         ]
     }
 }

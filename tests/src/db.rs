@@ -75,6 +75,8 @@ impl Drop for TestDb {
                 for suffix in ["", "-wal", "-shm"] {
                     let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
                 }
+                // The liveness locks of the processes that used it (`db::liveness`).
+                let _ = std::fs::remove_dir_all(format!("{}.owners", path.display()));
             }
             Cleanup::Postgres { admin_url, name } => {
                 // Drop runs outside any runtime guarantee; use a private one on a thread.

@@ -8,6 +8,7 @@ pub mod db;
 pub mod facilitator;
 pub mod llm;
 pub mod paid;
+pub mod queue_rig;
 pub mod review;
 pub mod twilio;
 pub mod x402;
@@ -278,6 +279,14 @@ pub fn binary(name: &str) -> std::path::PathBuf {
         bin.display()
     );
     bin
+}
+
+/// A loopback port free right now (for a process that must bind it itself).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
 }
 
 /// Serves a fake provider on a loopback port: its base URL, and the sender that stops it.

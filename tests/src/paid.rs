@@ -138,6 +138,9 @@ pub async fn spawn_redis_worker(
         redis::Client::open(config.redis_url.as_ref().expect("redis").expose()).expect("client");
     let conn = db::connect(&config).await.expect("db");
     grove_migrations::run(&conn).await.expect("migrations");
+    let liveness = db::liveness::Liveness::claim(&conn, &db::url(&config))
+        .await
+        .expect("liveness lock");
     let completions = Completions::redis(
         queue::redis_connection(&client).await.expect("redis"),
         &config.queue_namespace,
@@ -152,6 +155,7 @@ pub async fn spawn_redis_worker(
         queue: jobs,
         clock,
         sweeps: Arc::default(),
+        liveness,
     };
     let deps = grove_worker::deps(&config, parts).expect("deps");
     let (ns, sweep) = (config.queue_namespace.clone(), config.sweep_interval);
@@ -229,9 +233,22 @@ impl PaidApp {
     }
 }
 
-/// The `worker` binary next to the running test binary (scripts/test builds it first).
-fn worker_binary() -> std::path::PathBuf {
-    crate::binary("worker")
+/// Starts `binary(name)` with exactly `env` (plus PATH), its output discarded.
+pub fn start_process<'a>(
+    name: &str,
+    env: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> std::process::Child {
+    let mut cmd = std::process::Command::new(crate::binary(name));
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("RUST_LOG", "warn");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{name} starts: {e}"))
 }
 
 impl PaidApp {
@@ -242,19 +259,7 @@ impl PaidApp {
 
     /// `start_worker_process` with more variables (the worker's own settings).
     pub fn start_worker_process_with(&self, extra: &[(&str, &str)]) -> std::process::Child {
-        let mut cmd = std::process::Command::new(worker_binary());
-        cmd.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("RUST_LOG", "warn");
-        for (k, v) in &self.env {
-            cmd.env(k, v);
-        }
-        for (k, v) in extra {
-            cmd.env(k, v);
-        }
-        cmd.stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("worker starts")
+        let env = self.env.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        start_process("worker", env.chain(extra.iter().copied()))
     }
 }

@@ -1,12 +1,14 @@
 //! A call is started once (issue 8): `pending → running` is one statement that takes a lease,
 //! the run renews it while the model works, and another delivery of the same job does nothing
-//! while that lease is live. Only a run whose lease lapsed (its worker died) is taken over.
+//! while that lease is live. Only a run whose process died (its liveness lock is gone) or whose
+//! time lease lapsed is taken over, and a run that was taken over cannot store its outcome.
 
 use futures::StreamExt;
 use grove_common::{
     db::{
-        calls::{self, Start},
+        calls::{self, Finisher, Runner, Start},
         entities::call,
+        liveness::Liveness,
     },
     jobs::{self, CoachingJob},
     queue::JobQueue,
@@ -79,20 +81,34 @@ async fn lapse_lease(db: &DatabaseConnection, id: Uuid) {
         .expect("lapse the lease");
 }
 
+fn runner(process: i64) -> Runner {
+    Runner {
+        run: Uuid::now_v7(),
+        process,
+    }
+}
+
 #[tokio::test]
 async fn a_call_starts_once_and_is_taken_over_only_after_its_lease_lapses() {
     let (_test_db, db) = database().await;
     let id = insert_call(&db, calls::status::PENDING).await;
-    let (first, second) = (Uuid::now_v7(), Uuid::now_v7());
+    let (first, second) = (runner(1), runner(2));
 
     let started = calls::start_attempt(&db, id, first).await.expect("start");
     assert!(matches!(started, Start::Started(ref c) if c.status == "running"));
-    assert!(matches!(
-        calls::start_attempt(&db, id, second).await.expect("start"),
-        Start::Busy
-    ));
-    assert!(calls::renew_lease(&db, id, first).await.expect("renew"));
-    assert!(!calls::renew_lease(&db, id, second).await.expect("renew"));
+    match calls::start_attempt(&db, id, second).await.expect("start") {
+        Start::Busy(holder) => {
+            assert_eq!(holder.lease_owner, Some(first.run.to_string()));
+            assert_eq!(holder.lease_process, Some(1));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(calls::renew_lease(&db, id, first.run).await.expect("renew"));
+    assert!(
+        !calls::renew_lease(&db, id, second.run)
+            .await
+            .expect("renew")
+    );
 
     lapse_lease(&db, id).await;
     assert!(matches!(
@@ -100,11 +116,112 @@ async fn a_call_starts_once_and_is_taken_over_only_after_its_lease_lapses() {
         Start::Started(_)
     ));
     assert!(
-        !calls::renew_lease(&db, id, first).await.expect("renew"),
+        !calls::renew_lease(&db, id, first.run).await.expect("renew"),
         "the run that lost its lease learns it at its next renewal"
     );
     let row = calls::load(&db, id).await.expect("load").expect("row");
     assert_eq!(row.attempts, 2);
+}
+
+/// A run's lease ends with its process, not with a clock: while the process holding it lives,
+/// others are refused; the moment it is gone (its liveness lock released, as a SIGKILL does),
+/// one other run takes the call over, long before the time lease would lapse. The run that was
+/// taken over cannot store an outcome over the new run's.
+#[tokio::test]
+async fn a_run_whose_process_died_is_taken_over_at_once_and_cannot_store_over_the_new_run() {
+    let (test_db, db) = database().await;
+    let id = insert_call(&db, calls::status::PENDING).await;
+    let dying = Liveness::claim(&db, &test_db.url)
+        .await
+        .expect("first process");
+    let living = Liveness::claim(&db, &test_db.url)
+        .await
+        .expect("second process");
+    let (first, second, third) = (
+        runner(dying.key()),
+        runner(living.key()),
+        runner(living.key()),
+    );
+    assert!(matches!(
+        calls::start_attempt(&db, id, first).await.expect("start"),
+        Start::Started(_)
+    ));
+
+    let Start::Busy(holder) = calls::start_attempt(&db, id, second).await.expect("start") else {
+        panic!("a live run holds the call");
+    };
+    assert!(living.is_alive(&db, dying.key()).await.expect("alive?"));
+    assert_eq!(living.alive(&db).await.expect("alive").count(), 2);
+
+    drop(dying);
+    wait_until("the first process's lock to be released", async || {
+        !living
+            .is_alive(&db, holder.lease_process.expect("holder"))
+            .await
+            .expect("alive?")
+    })
+    .await;
+    let until = holder.lease_until.expect("a time lease");
+    assert!(until > chrono::Utc::now(), "the time lease has not lapsed");
+    assert!(matches!(
+        calls::take_over(&db, id, &holder, second)
+            .await
+            .expect("take over"),
+        Start::Started(_)
+    ));
+    // Another process that read the same dead holder loses the compare-and-set.
+    assert!(matches!(
+        calls::take_over(&db, id, &holder, third)
+            .await
+            .expect("take over"),
+        Start::Busy(_)
+    ));
+
+    // The dead run's late outcome is refused; the new run's is stored.
+    assert!(
+        !calls::complete(
+            &db,
+            id,
+            Finisher::Run(first.run),
+            json!({"run": "first"}),
+            (1, 1),
+            1
+        )
+        .await
+        .expect("complete")
+    );
+    assert!(
+        !calls::fail(&db, id, Finisher::Run(first.run), "late failure")
+            .await
+            .expect("fail")
+    );
+    assert_eq!(
+        calls::load(&db, id)
+            .await
+            .expect("load")
+            .expect("row")
+            .status,
+        "running"
+    );
+    assert!(
+        calls::complete(
+            &db,
+            id,
+            Finisher::Run(second.run),
+            json!({"run": "second"}),
+            (1, 1),
+            1
+        )
+        .await
+        .expect("complete")
+    );
+    let stored = calls::load_result(&db, id)
+        .await
+        .expect("load")
+        .expect("result");
+    assert_eq!(stored.body, json!({"run": "second"}));
+    let row = calls::load(&db, id).await.expect("load").expect("row");
+    assert_eq!((row.status.as_str(), row.attempts), ("completed", 2));
 }
 
 #[tokio::test]
@@ -114,7 +231,7 @@ async fn only_a_pending_call_starts() {
     // again only once the API reopens it to `pending`.
     for status in ["settling", "unpaid", "failed", "completed"] {
         let id = insert_call(&db, status).await;
-        match calls::start_attempt(&db, id, Uuid::now_v7())
+        match calls::start_attempt(&db, id, runner(1))
             .await
             .expect("start")
         {
@@ -123,7 +240,7 @@ async fn only_a_pending_call_starts() {
         }
     }
     assert!(matches!(
-        calls::start_attempt(&db, Uuid::now_v7(), Uuid::now_v7())
+        calls::start_attempt(&db, Uuid::now_v7(), runner(1))
             .await
             .expect("start"),
         Start::Missing

@@ -1,18 +1,30 @@
-//! The server finishes what it was paid for without the client (issue 8 item 2): a settled call
-//! whose job was lost (wiped from Redis) is pushed again by the api's recovery sweep and
-//! completes, with one transfer and one model call, and no client retry.
+//! The server finishes what it was paid for without the client (issue 8 item 2): a settled
+//! coaching call or review request whose job was lost (wiped from Redis) is pushed again by the
+//! api's recovery sweep and completes, with one transfer, one model call or one text, and no
+//! client retry; and the embedded mode, SIGKILLed with a call at the model and started again,
+//! finishes that call by itself.
 
-use grove_common::config::Config;
-use grove_tests::{
-    llm::caller_body,
-    paid::{Options, REDIS_URL, namespace, spawn_paid, spawn_redis_worker},
-    wait_until,
-    x402::PayOptions,
+use chrono::{DateTime, TimeZone, Utc};
+use grove_common::{
+    clock::Clock,
+    config::Config,
+    db::{calls, entities::call},
 };
-use serde_json::Value;
-use std::sync::Arc;
+use grove_tests::{
+    BASE_URL, PAY_TO, TestDb, action_body,
+    facilitator::FakeFacilitator,
+    free_port,
+    llm::{FakeLlm, Reply, caller_body},
+    paid::{Options, REDIS_URL, namespace, spawn_paid, spawn_redis_worker, start_process},
+    wait_until,
+    x402::{PayOptions, TestWallet},
+};
+use sea_orm::EntityTrait;
+use serde_json::{Value, json};
+use std::{process::Child, sync::Arc, time::Duration};
 
 const PATH: &str = "/api/v1/agents/mary/call";
+const REVIEW_PATH: &str = "/api/v1/actions/review-request/call";
 
 async fn wipe_namespace(ns: &str) -> usize {
     let client = redis::Client::open(REDIS_URL).expect("redis client");
@@ -71,4 +83,234 @@ async fn a_settled_call_whose_job_was_wiped_completes_without_a_client_retry() {
     .await;
     assert_eq!(rig.facilitator.transfers(), 1);
     assert_eq!(rig.llm.received(), 1, "one model call");
+}
+
+/// 2026-11-16 (a Monday) at 15:00 in New York: inside every quiet-hours window.
+fn monday_afternoon() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 16, 20, 0, 0)
+        .single()
+        .expect("valid instant")
+}
+
+#[tokio::test]
+async fn a_settled_review_request_whose_job_was_wiped_is_texted_without_a_client_retry() {
+    let ns = namespace();
+    let rig = spawn_paid(Options {
+        deadline_s: 2,
+        twilio: true,
+        clock_at: Some(monday_afternoon()),
+        extra_env: vec![
+            ("REDIS_URL".into(), REDIS_URL.into()),
+            ("QUEUE_NAMESPACE".into(), ns.clone()),
+        ],
+        ..Default::default()
+    })
+    .await;
+    let mut body = action_body();
+    body["consent"]["captured_at"] =
+        json!((rig.clock.now() - chrono::Duration::days(30)).to_rfc3339());
+    let payment = rig
+        .payment_for(REVIEW_PATH, &body, PayOptions::default())
+        .await;
+    let r = rig.send_paid(REVIEW_PATH, &body, &payment, None).await;
+    assert_eq!(
+        r.status(),
+        504,
+        "no worker yet: the request is still running"
+    );
+    let answer: Value = r.json().await.expect("json");
+    let receipt_url = answer["error"]["receipt"]["url"]
+        .as_str()
+        .expect("receipt")
+        .to_owned();
+
+    assert!(wipe_namespace(&ns).await > 0, "the job was in Redis");
+    let config = Config::from_map(&rig.env).expect("config");
+    let (_stop, stopped) = tokio::sync::watch::channel(false);
+    spawn_redis_worker(config, stopped, Arc::new(rig.clock.clone())).await;
+
+    wait_until(
+        "the lost review request completes with no client retry",
+        async || rig.app.get_json(&receipt_url).await["status"] == "completed",
+    )
+    .await;
+    assert_eq!(rig.twilio.sends(), 1, "one text");
+    assert_eq!(rig.facilitator.transfers(), 1);
+}
+
+/// The `api` binary in the embedded mode (no Redis), killed and started again on one port.
+struct EmbeddedApi {
+    env: Vec<(String, String)>,
+    child: Option<Child>,
+    base: String,
+    http: reqwest::Client,
+}
+
+impl EmbeddedApi {
+    async fn start(env: Vec<(String, String)>, port: u16) -> Self {
+        let mut api = Self {
+            env,
+            child: None,
+            base: format!("http://127.0.0.1:{port}"),
+            http: reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .expect("client"),
+        };
+        api.launch().await;
+        api
+    }
+
+    async fn launch(&mut self) {
+        let env = self.env.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        self.child = Some(start_process("api", env));
+        let healthz = format!("{}/healthz", self.base);
+        wait_until("the api to answer", async || {
+            self.http.get(&healthz).send().await.is_ok()
+        })
+        .await;
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+    }
+}
+
+impl Drop for EmbeddedApi {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[tokio::test]
+async fn the_embedded_mode_finishes_a_call_in_flight_after_a_crash_and_restart() {
+    let db = TestDb::new().await;
+    let llm = FakeLlm::start().await;
+    let facilitator = FakeFacilitator::start().await;
+    // The first run's answer would take long: the crash comes first. The re-run's is quick.
+    llm.script([Reply::Slow(Duration::from_secs(60))]);
+    let port = free_port();
+    let env: Vec<(String, String)> = [
+        ("BIND_ADDR", format!("127.0.0.1:{port}")),
+        ("PUBLIC_BASE_URL", BASE_URL.into()),
+        ("DATABASE_URL", db.url.clone()),
+        ("X402_PAY_TO", PAY_TO.into()),
+        ("X402_FACILITATOR_URL", facilitator.url().into()),
+        ("LLM_PROVIDER", "openai".into()),
+        ("LLM_BASE_URL", llm.openai_base()),
+        ("CALL_DEADLINE_S", "30".into()),
+        ("SWEEP_INTERVAL_S", "1".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let mut api = EmbeddedApi::start(env, port).await;
+
+    let body = caller_body("diagnose_growth");
+    let challenge = api.post(PATH, &body).send().await.expect("challenge");
+    assert_eq!(challenge.status(), 402);
+    let challenge = challenge.headers()["payment-required"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    let payment = TestWallet::new().pay(&challenge, PayOptions::default());
+    let cut = tokio::spawn(
+        api.post(PATH, &body)
+            .header("payment-signature", &payment)
+            .send(),
+    );
+    wait_until("the model request", async || llm.received() == 1).await;
+
+    // Settled, and running at the model: the process dies without a word.
+    api.kill();
+    assert!(
+        cut.await.expect("task").is_err(),
+        "the client's request was cut"
+    );
+    api.launch().await;
+
+    let conn = grove_common::db::connect_url(&db.url).await.expect("db");
+    wait_until("the call to complete with no client", async || {
+        call::Entity::find()
+            .one(&conn)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|c| c.status == calls::status::COMPLETED)
+    })
+    .await;
+    assert_eq!(facilitator.transfers(), 1);
+    assert_eq!(llm.received(), 2, "the cut model call and one re-run");
+
+    // The client coming back later gets the stored result: nothing charged or called again.
+    let replay = api
+        .post(PATH, &body)
+        .header("payment-signature", &payment)
+        .send()
+        .await
+        .expect("replay");
+    assert_eq!(replay.status(), 200);
+    assert_eq!(replay.headers()["idempotent-replay"], "true");
+    assert_eq!(facilitator.transfers(), 1);
+    assert_eq!(llm.received(), 2);
+}
+
+/// What a crash of the embedded mode leaves when a settled call's job was still in the
+/// in-process queue: the call `pending` since before the process started again.
+#[tokio::test]
+async fn the_embedded_mode_runs_at_start_up_the_calls_its_previous_run_had_queued() {
+    let before = Utc::now();
+    // A minute of call deadline: the sweep's usual "pending for a whole deadline" would wait it.
+    let rig = spawn_paid(Options {
+        deadline_s: 60,
+        ..Default::default()
+    })
+    .await;
+    let conn = grove_common::db::connect_url(&rig.db.url)
+        .await
+        .expect("db");
+    let id = uuid::Uuid::now_v7();
+    let earlier = before - chrono::Duration::seconds(1);
+    use sea_orm::ActiveValue::Set;
+    call::Entity::insert(call::ActiveModel {
+        id: Set(id),
+        kind: Set("coaching".into()),
+        agent: Set(Some("mary".into())),
+        mode: Set(Some("diagnose_growth".into())),
+        payer: Set("0x00000000000000000000000000000000000000aa".into()),
+        request_hash: Set(format!("hash-{id}")),
+        request: Set(caller_body("diagnose_growth")),
+        status: Set(calls::status::PENDING.into()),
+        attempts: Set(0),
+        runs: Set(0),
+        error: Set(None),
+        receipt_id: Set(format!("rcpt_{}", id.simple())),
+        request_id: Set("req-before-the-crash".into()),
+        created_at: Set(earlier),
+        updated_at: Set(earlier),
+        completed_at: Set(None),
+    })
+    .exec(&conn)
+    .await
+    .expect("a call left pending by the previous run");
+
+    wait_until("the call to run with no client", async || {
+        calls::load(&conn, id)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|c| c.status == calls::status::COMPLETED)
+    })
+    .await;
+    assert_eq!(rig.llm.received(), 1);
 }

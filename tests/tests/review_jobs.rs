@@ -83,6 +83,9 @@ async fn rig() -> Rig {
     let (call_id, review_id) = insert_request(&db, now, false).await;
     let clock = Arc::new(ManualClock::new(now));
     let sms = Arc::new(HeldProvider::default());
+    let liveness = grove_common::db::liveness::Liveness::claim(&db, &test_db.url)
+        .await
+        .expect("liveness lock");
     let deps = Deps {
         db,
         completions: Completions::local(),
@@ -93,6 +96,7 @@ async fn rig() -> Rig {
         public_base_url: "https://grove.test".into(),
         status_callback: None,
         sweeps: Arc::default(),
+        liveness,
     };
     Rig {
         deps: Arc::new(deps),

@@ -54,6 +54,9 @@ async fn rig() -> Rig {
     };
     let sms = TwilioProvider::new(&twilio.config(), retry).expect("twilio client");
     let clock = ManualClock::new(now);
+    let liveness = grove_common::db::liveness::Liveness::claim(&conn, &db.url)
+        .await
+        .expect("liveness lock");
     let deps = Deps {
         db: conn,
         completions: Completions::local(),
@@ -64,6 +67,7 @@ async fn rig() -> Rig {
         public_base_url: BASE_URL.into(),
         status_callback: Some(format!("{BASE_URL}{STATUS_PATH}")),
         sweeps: Arc::default(),
+        liveness,
     };
     Rig {
         deps,

@@ -7,7 +7,11 @@ use apalis::prelude::Data;
 use grove_common::{
     clock::Clock,
     completion::Completions,
-    db::calls::{self, Start, status},
+    db::{
+        calls::{self, Finisher, Runner, Start, status},
+        entities::call,
+        liveness::Liveness,
+    },
     jobs::CoachingJob,
     queue::JobQueue,
 };
@@ -33,6 +37,9 @@ pub struct Deps {
     pub status_callback: Option<String>,
     /// The sweeper's passes, for `/metrics`.
     pub sweeps: Arc<grove_common::jobs::SweepStats>,
+    /// This process's liveness lock: its runs' leases name it, and it tells which other
+    /// processes died (their calls are taken over at once).
+    pub liveness: Arc<Liveness>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -74,15 +81,18 @@ pub async fn detached(
 }
 
 async fn run_coaching(job: CoachingJob, deps: Arc<Deps>) -> Result<(), JobError> {
-    let owner = Uuid::now_v7();
+    let runner = Runner {
+        run: Uuid::now_v7(),
+        process: deps.liveness.key(),
+    };
     let give_up = tokio::time::Instant::now() + WAIT_FOR_LIVE_RUN;
     let call = loop {
-        match calls::start_attempt(&deps.db, job.call_id, owner).await? {
+        match begin(&deps, job.call_id, runner).await? {
             Start::Started(call) => break call,
-            Start::Busy if tokio::time::Instant::now() < give_up => {
+            Start::Busy(_) if tokio::time::Instant::now() < give_up => {
                 tokio::time::sleep(LIVE_RUN_POLL).await;
             }
-            Start::Busy => {
+            Start::Busy(_) => {
                 tracing::info!("another run still holds the call; leaving it to that run");
                 return Ok(());
             }
@@ -102,43 +112,85 @@ async fn run_coaching(job: CoachingJob, deps: Arc<Deps>) -> Result<(), JobError>
             }
         }
     };
+    run_started(&deps, &call, runner).await
+}
+
+/// Starts a run of the call: `pending → running`, or a takeover when the run holding it lapsed
+/// its time lease or died with its process (its liveness lock is gone). `Busy` only while the
+/// holder's process lives.
+pub async fn begin(deps: &Deps, call_id: Uuid, runner: Runner) -> Result<Start, sea_orm::DbErr> {
+    match calls::start_attempt(&deps.db, call_id, runner).await? {
+        Start::Busy(holder) => match holder.lease_process {
+            Some(process)
+                if process != runner.process
+                    && !deps.liveness.is_alive(&deps.db, process).await? =>
+            {
+                tracing::warn!(
+                    dead_process = process,
+                    "the run holding the call died with its process; taking the call over"
+                );
+                calls::take_over(&deps.db, call_id, &holder, runner).await
+            }
+            _ => Ok(Start::Busy(holder)),
+        },
+        other => Ok(other),
+    }
+}
+
+/// Does the work of a run that holds the call's lease, and stores its outcome (only while it
+/// still holds the lease: a run that was taken over leaves the call to the run that took it).
+pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Result<(), JobError> {
     let answer = async {
         match &deps.engine {
-            Some(engine) => engine.answer(&deps.db, &call).await,
+            Some(engine) => engine.answer(&deps.db, call).await,
             None => Ok(Outcome::Failed {
                 reason: "no model provider configured".into(),
             }),
         }
     };
-    let Some(outcome) = holding_lease(&deps, call.id, owner, answer).await? else {
-        tracing::warn!("the call's lease lapsed mid-run and another run took it over; stopping");
+    let Some(outcome) = holding_lease(deps, call.id, runner.run, answer).await? else {
+        tracing::warn!("the call's lease was taken over mid-run; stopping");
         return Ok(());
     };
-    match outcome {
+    let by = Finisher::Run(runner.run);
+    let stored = match outcome {
         Outcome::Completed {
             envelope,
             usage,
             model_calls,
         } => {
-            calls::complete(
+            let stored = calls::complete(
                 &deps.db,
                 call.id,
+                by,
                 envelope,
                 (usage.input_tokens, usage.output_tokens),
                 model_calls,
             )
             .await?;
-            tracing::info!(
-                model_calls,
-                input_tokens = usage.input_tokens,
-                output_tokens = usage.output_tokens,
-                "coaching call completed"
-            );
+            if stored {
+                tracing::info!(
+                    model_calls,
+                    input_tokens = usage.input_tokens,
+                    output_tokens = usage.output_tokens,
+                    "coaching call completed"
+                );
+            }
+            stored
         }
         Outcome::Failed { reason } => {
-            calls::fail(&deps.db, call.id, &reason).await?;
-            tracing::warn!(%reason, "coaching call failed");
+            let stored = calls::fail(&deps.db, call.id, by, &reason).await?;
+            if stored {
+                tracing::warn!(%reason, "coaching call failed");
+            }
+            stored
         }
+    };
+    if !stored {
+        tracing::warn!(
+            "the call's lease was taken over before the outcome was stored; the run that took it stores its own"
+        );
+        return Ok(());
     }
     deps.completions.notify(call.id).await;
     Ok(())

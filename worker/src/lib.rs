@@ -47,6 +47,8 @@ pub enum WorkerError {
     Queue(#[from] queue::QueueError),
     #[error("health endpoint: {0}")]
     Health(std::io::Error),
+    #[error("liveness lock: {0}")]
+    Liveness(#[from] db::liveness::LivenessError),
 }
 
 /// Everything a worker needs besides configuration.
@@ -57,6 +59,8 @@ pub struct Parts {
     pub queue: JobQueue,
     pub clock: Arc<dyn Clock>,
     pub sweeps: Arc<grove_common::jobs::SweepStats>,
+    /// This process's liveness lock (`db::liveness::Liveness::claim`), held while it runs jobs.
+    pub liveness: Arc<db::liveness::Liveness>,
 }
 
 /// Builds the worker's dependencies: the model engine and SMS provider from configuration.
@@ -68,6 +72,7 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
         queue,
         clock,
         sweeps,
+        liveness,
     } = parts;
     let engine = match &config.llm {
         Some(llm_config) => {
@@ -93,6 +98,7 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
         public_base_url: config.public_base_url.clone(),
         status_callback,
         sweeps,
+        liveness,
     })
 }
 
@@ -108,6 +114,7 @@ pub async fn run(
     let client = redis::Client::open(url.expose())?;
     let db = db::connect(config).await?;
     grove_migrations::run(&db).await?;
+    let liveness = db::liveness::Liveness::claim(&db, &db::url(config)).await?;
     let completions = Completions::redis(
         queue::redis_connection(&client).await?,
         &config.queue_namespace,
@@ -120,6 +127,7 @@ pub async fn run(
         queue,
         clock: Arc::new(SystemClock),
         sweeps: Arc::default(),
+        liveness,
     };
     let deps = deps(config, parts)?;
     let options = runtime::RedisOptions {

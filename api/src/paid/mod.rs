@@ -3,6 +3,7 @@
 
 pub mod idempotency;
 mod ledger;
+pub mod push;
 pub mod reconcile;
 mod respond;
 mod wait;
@@ -19,14 +20,10 @@ use crate::{
     },
 };
 use axum::{http::HeaderMap, response::Response};
-use grove_common::{
-    db::{
-        calls::{self, status},
-        entities::call,
-        phone_marks::{self, Sale},
-        reviews,
-    },
-    jobs::{CoachingJob, ReviewJob, ReviewStep},
+use grove_common::db::{
+    calls::{self, status},
+    entities::call,
+    phone_marks::{self, Sale},
 };
 use idempotency::Kind;
 use ledger::{Claim, NewCall, NewPayment};
@@ -264,53 +261,19 @@ pub(crate) async fn after_settled(state: &AppState, call: &call::Model) -> Resul
             // Paid for but not recorded: fail the call so the identical retry (free) creates it
             // again.
             tracing::error!(error = %e, call_id = %call.id, "could not record a paid review request");
-            calls::fail(&state.db, call.id, "could not record the review request").await?;
+            calls::fail(
+                &state.db,
+                call.id,
+                calls::Finisher::Unleased,
+                "could not record the review request",
+            )
+            .await?;
             state.completions.notify(call.id).await;
             return Ok(());
         }
     }
-    enqueue(state, call.id, &call.kind).await;
+    push::enqueue(state, call.id, &call.kind).await;
     Ok(())
-}
-
-/// Pushes the call's job. A failed push leaves the call pending: the recovery sweep
-/// (`reconcile`) pushes it again until it lands, so nothing paid for is lost.
-pub(crate) async fn enqueue(state: &AppState, call_id: Uuid, kind: &str) -> bool {
-    let request_id = crate::request_id::current();
-    let pushed = if kind == Kind::ReviewRequest.as_str() {
-        match reviews::by_call(&state.db, call_id).await {
-            Ok(Some(req)) => state
-                .queue
-                .push_review(
-                    ReviewJob {
-                        review_id: req.id,
-                        step: ReviewStep::Send,
-                        request_id,
-                    },
-                    None,
-                )
-                .await
-                .map_err(|e| e.to_string()),
-            Ok(None) => Err("no review request recorded for the call".into()),
-            Err(e) => Err(e.to_string()),
-        }
-    } else {
-        state
-            .queue
-            .push(CoachingJob {
-                call_id,
-                request_id,
-            })
-            .await
-            .map_err(|e| e.to_string())
-    };
-    match pushed {
-        Ok(()) => true,
-        Err(e) => {
-            tracing::error!(error = %e, %call_id, "could not enqueue a settled call; the recovery sweep retries it");
-            false
-        }
-    }
 }
 
 /// A repeat of a request whose scope is held by `call_id`. It never settles anything: it replays,

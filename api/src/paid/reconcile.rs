@@ -10,14 +10,18 @@
 //!   provably never will be mined. Settled → the work runs. Proven unsettled → the call is
 //!   `unpaid` and its scope released, so a new payment can buy it. Anything else stays unknown:
 //!   never refunded by guessing, never charged again.
-//! - **Recovery.** A settled call still `pending` long after its job should have started (a failed
-//!   push, a job lost with Redis, a crash of the embedded queue) is pushed again. Starting a job is
-//!   atomic in the worker, so an extra push of a live job does no extra work.
+//! - **Recovery.** A settled call still `pending` long after its job should have started (a job
+//!   lost with Redis, a process that died with a push retry in hand) is pushed again. With the
+//!   embedded worker, a call left `pending` by an earlier run of this process is pushed at the
+//!   first pass (its job was in that process's memory). Starting a job is atomic in the worker,
+//!   so an extra push of a live job does no extra work. Runs that died mid-call are not the
+//!   sweep's: the workers take them over as soon as their process is gone (`runtime::takeover`);
+//!   the sweep only pushes those whose time lease lapsed long ago.
 //!
 //! Several api processes may sweep at once: every check takes its row with a compare-and-set on
 //! `next_check_at` (or `updated_at`), so one process handles each due row per period.
 
-use super::{after_settled, enqueue, ledger};
+use super::{after_settled, ledger, push::enqueue};
 use crate::{
     state::AppState,
     x402::{
@@ -65,22 +69,27 @@ pub struct PassStats {
     pub repushed: usize,
 }
 
-/// Runs passes every `interval`, at once when woken (`state.reconcile`), until `stopped`.
+/// Runs a pass at start-up, then every `interval` and at once when woken (`state.reconcile`),
+/// until `stopped`.
 pub async fn run(
     state: AppState,
     interval: std::time::Duration,
     mut stopped: watch::Receiver<bool>,
 ) {
+    let started_at = Utc::now();
+    let mut first = true;
     loop {
-        tokio::select! {
-            _ = state.reconcile.notified() => {}
-            _ = tokio::time::sleep(interval) => {}
-            _ = stopped.changed() => return,
+        if !std::mem::take(&mut first) {
+            tokio::select! {
+                _ = state.reconcile.notified() => {}
+                _ = tokio::time::sleep(interval) => {}
+                _ = stopped.changed() => return,
+            }
         }
         if *stopped.borrow() {
             return;
         }
-        match pass(&state).await {
+        match pass(&state, started_at).await {
             Ok(stats) if stats != PassStats::default() => {
                 tracing::info!(?stats, "reconciliation pass");
             }
@@ -91,8 +100,9 @@ pub async fn run(
     }
 }
 
-/// One pass: every due unknown payment, then every stranded settled call.
-pub async fn pass(state: &AppState) -> Result<PassStats, DbErr> {
+/// One pass: every due unknown payment, then every stranded settled call. `started_at`: when
+/// this process started.
+pub async fn pass(state: &AppState, started_at: DateTime<Utc>) -> Result<PassStats, DbErr> {
     let mut stats = PassStats::default();
     let now = Utc::now();
     let due = payment::Entity::find()
@@ -111,7 +121,7 @@ pub async fn pass(state: &AppState) -> Result<PassStats, DbErr> {
             None => {}
         }
     }
-    stats.repushed = recover_stranded(state, now).await?;
+    stats.repushed = recover_stranded(state, now, started_at).await?;
     Ok(stats)
 }
 
@@ -296,16 +306,27 @@ fn query_of(p: &payment::Model) -> Option<AuthorizationQuery> {
 }
 
 /// Settled calls whose job is lost: still `pending` well past the time their job should have
-/// started, or `running` under a lease that lapsed (its worker died). Push them again.
-async fn recover_stranded(state: &AppState, now: DateTime<Utc>) -> Result<usize, DbErr> {
-    // A job starts within moments of its push; a whole call deadline of quiet is a lost one.
+/// started (with the embedded worker: pending since before this process started), or `running`
+/// under a time lease that lapsed. Push them again.
+async fn recover_stranded(
+    state: &AppState,
+    now: DateTime<Utc>,
+    started_at: DateTime<Utc>,
+) -> Result<usize, DbErr> {
+    // A job starts within moments of its push (a failed push is retried at once, `push`); a
+    // whole call deadline of quiet is a lost one.
     let quiet = Duration::from_std(state.config.call_deadline).unwrap_or(Duration::seconds(60));
+    let mut lost_before = now - quiet;
+    if state.queue.in_process() {
+        // The in-process queue died with the process that ran before this one.
+        lost_before = Ord::max(lost_before, started_at);
+    }
     let lease_until = Expr::col(Alias::new("lease_until"));
     let lost = Condition::any()
         .add(
             Condition::all()
                 .add(call::Column::Status.eq(status::PENDING))
-                .add(call::Column::UpdatedAt.lt(now - quiet)),
+                .add(call::Column::UpdatedAt.lt(lost_before)),
         )
         .add(
             Condition::all()

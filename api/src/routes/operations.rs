@@ -1,6 +1,6 @@
 //! Liveness, readiness (database and queue) and Prometheus metrics.
 
-use crate::state::AppState;
+use crate::{metrics::QueueGauges, state::AppState};
 use axum::{
     Json,
     extract::State,
@@ -16,7 +16,6 @@ pub(super) async fn health() -> Json<serde_json::Value> {
 pub(super) async fn ready(State(state): State<AppState>) -> impl IntoResponse {
     let db = state.db.ping().await.map_err(|e| e.to_string());
     let queue = state.queue.ping().await.map_err(|e| e.to_string());
-    let ok = db.is_ok() && queue.is_ok();
     let check = |r: &Result<(), String>| match r {
         Ok(()) => json!("ok"),
         Err(e) => {
@@ -24,7 +23,32 @@ pub(super) async fn ready(State(state): State<AppState>) -> impl IntoResponse {
             json!("unavailable")
         }
     };
-    let body = json!({"status": if ok { "ready" } else { "not_ready" }, "checks": {"database": check(&db), "queue": check(&queue)}});
+    let mut checks = json!({"database": check(&db), "queue": check(&queue)});
+    let mut ok = db.is_ok() && queue.is_ok();
+    let mut live = None;
+    // With Redis, jobs run only if some `worker` takes them: a queue nobody consumes is down.
+    if queue.is_ok()
+        && let Ok(Some(consumers)) = state.queue.consumers().await
+    {
+        let idle: Vec<&str> = consumers
+            .iter()
+            .filter(|(_, n)| *n == 0)
+            .map(|(q, _)| *q)
+            .collect();
+        if !idle.is_empty() {
+            tracing::warn!(queues = ?idle, "readiness: no live worker consumes these queues");
+            ok = false;
+        }
+        checks["consumers"] = json!(if idle.is_empty() { "ok" } else { "none_alive" });
+        live = Some(consumers);
+    }
+    let mut body = json!({"status": if ok { "ready" } else { "not_ready" }, "checks": checks});
+    if let Some(live) = live {
+        body["consumers"] = live
+            .iter()
+            .map(|(q, n)| (q.to_string(), json!(n)))
+            .collect();
+    }
     if ok {
         (StatusCode::OK, Json(body)).into_response()
     } else {
@@ -42,9 +66,13 @@ pub(super) async fn ready(State(state): State<AppState>) -> impl IntoResponse {
 const READY_RETRY_AFTER_S: &str = "5";
 
 pub(super) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    let depth = state.queue.depth().await;
+    let queue = QueueGauges {
+        depth: state.queue.depth().await,
+        consumers: state.queue.consumers().await.ok().flatten(),
+        push_retries: state.push_retries.count(),
+    };
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render(depth, state.sweeps.as_deref()),
+        state.metrics.render(&queue, state.sweeps.as_deref()),
     )
 }

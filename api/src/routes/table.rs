@@ -307,7 +307,7 @@ pub static OPERATIONS: [Operation; 22] = [
         Get,
         paths::READYZ,
         "getReadiness",
-        "Readiness (database, queue)",
+        "Readiness (database, queue, and with separate workers, a live consumer on every queue)",
         "operations",
     ),
 ];

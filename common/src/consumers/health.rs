@@ -69,6 +69,14 @@ impl Consumers {
             .all(|c| matches!(c.state, State::Running | State::Stopped))
     }
 
+    /// Every consumer stopped for good (the process is going down with an error).
+    pub fn all_dead(&self, error: &str) {
+        for c in self.lock().iter_mut() {
+            c.last_error = Some(error.to_owned());
+            enter(c, State::Dead);
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Vec<ConsumerState>> {
         // The state is a few plain fields: a panic elsewhere cannot leave it half-written.
         self.list.lock().unwrap_or_else(PoisonError::into_inner)

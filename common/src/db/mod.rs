@@ -3,6 +3,7 @@
 
 pub mod calls;
 pub mod entities;
+pub mod liveness;
 pub mod payments;
 pub mod phone_marks;
 pub mod reviews;
@@ -60,17 +61,25 @@ pub async fn connect_url(url: &str) -> Result<DatabaseConnection, DbErr> {
     Database::connect(options).await
 }
 
-/// `sqlite://data/grove.db` needs `data/` to exist.
-fn ensure_sqlite_dir(url: &str) {
+/// The file a SQLite URL names; None for an in-memory database (or another backend's URL).
+pub fn sqlite_file(url: &str) -> Option<&str> {
+    if !url.starts_with("sqlite:") {
+        return None;
+    }
     let path = url
         .trim_start_matches("sqlite://")
         .trim_start_matches("sqlite:")
         .split('?')
         .next()
         .unwrap_or_default();
-    if path.is_empty() || path.starts_with(':') {
+    (!path.is_empty() && !path.starts_with(':')).then_some(path)
+}
+
+/// `sqlite://data/grove.db` needs `data/` to exist.
+fn ensure_sqlite_dir(url: &str) {
+    let Some(path) = sqlite_file(url) else {
         return;
-    }
+    };
     if let Some(dir) = std::path::Path::new(path).parent()
         && !dir.as_os_str().is_empty()
     {

@@ -397,7 +397,15 @@ async fn first_outcome(deps: &Deps, review_id: &str) -> Result<(), JobError> {
         &deps.public_base_url,
         receipt::json(&call.receipt_id, call.created_at),
     );
-    calls::complete(&deps.db, call.id, body, (0, 0), 0).await?;
+    calls::complete(
+        &deps.db,
+        call.id,
+        calls::Finisher::Unleased,
+        body,
+        (0, 0),
+        0,
+    )
+    .await?;
     deps.completions.notify(call.id).await;
     Ok(())
 }

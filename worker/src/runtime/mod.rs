@@ -4,10 +4,13 @@
 //! Against Redis each consumer is supervised (`supervise`): a Redis error kills an apalis-redis
 //! consumer for good, so it is rebuilt, with backoff, under a new name; one that cannot get
 //! back within the recovery limit stops the process with an error, for its supervisor to
-//! restart it.
+//! restart it. Beside the consumers, the takeover loop (`takeover`) re-runs calls whose
+//! process died, straight from the database. A process that loses its liveness lock stops at
+//! once with an error: the others are taking its calls over.
 
 mod in_flight;
 mod supervise;
+pub mod takeover;
 
 pub use in_flight::InFlight;
 
@@ -42,6 +45,10 @@ pub enum RuntimeError {
     Worker(String),
     #[error("sweep schedule: {0}")]
     Schedule(String),
+    #[error(
+        "lost the database connection holding this process's liveness lock: its calls are being taken over elsewhere"
+    )]
+    LivenessLost,
     #[error("the {lane} consumer could not get back to Redis within {limit:?}: {error}")]
     GaveUp {
         lane: &'static str,
@@ -162,13 +169,25 @@ pub async fn run_redis_with(
                 .run_until(until(stopped))
         },
     );
+    let liveness = Arc::clone(&deps.liveness);
+    let takeover = takeover::run(Arc::clone(&deps), stopped.clone());
     let sweeper = WorkerBuilder::new(format!("grove-sweeper-{id}"))
         .backend(sweep_schedule(sweep_every)?)
         .data(deps)
         .build(sweep_tick)
         .run_until(until(stopped.clone()));
     tracing::info!(namespace, concurrency = CONCURRENCY, "worker ready");
-    let (coaching, review, sweeper) = tokio::join!(coaching, review, sweeper);
+    let all = async { tokio::join!(coaching, review, sweeper, takeover) };
+    let (coaching, review, sweeper, ()) = tokio::select! {
+        ended = all => ended,
+        () = liveness.lost() => {
+            // Other processes now see this one as dead and re-run its calls: stop everything
+            // at once (no drain) and exit non-zero, for the supervisor to start a fresh one.
+            let _ = stop.send(true);
+            options.consumers.all_dead("lost the liveness lock");
+            return Err(RuntimeError::LivenessLost);
+        }
+    };
     InFlight::drain(DRAIN_LIMIT).await;
     coaching?;
     review?;
@@ -197,11 +216,19 @@ pub fn spawn_embedded(
         .data(Arc::clone(&deps))
         .build(review_job)
         .run_until(until(shutdown.clone()));
+    tokio::spawn(takeover::run(Arc::clone(&deps), shutdown.clone()));
     let sweeper = WorkerBuilder::new("grove-sweeper-embedded")
         .backend(sweep_schedule(sweep_every)?)
-        .data(deps)
+        .data(Arc::clone(&deps))
         .build(sweep_tick)
         .run_until(until(shutdown.clone()));
+    let liveness = Arc::clone(&deps.liveness);
+    let all = Arc::clone(&consumers);
+    tokio::spawn(async move {
+        liveness.lost().await;
+        // The api stops with an error (`Application::run_until`); until then, not ready.
+        all.all_dead("lost the liveness lock");
+    });
     watch_embedded(consumers.register("coaching"), coaching, shutdown.clone());
     watch_embedded(consumers.register("review"), review, shutdown.clone());
     watch_embedded(consumers.register("sweeper"), sweeper, shutdown);

@@ -209,7 +209,9 @@ pub(super) fn readiness() -> Value {
         "checks": {"type": "object", "properties": {
             "database": {"enum": ["ok", "unavailable"]},
             "queue": {"enum": ["ok", "unavailable"]},
+            "consumers": {"enum": ["ok", "none_alive"], "description": "With separate workers (Redis): whether every queue has a live worker consumer."},
         }},
+        "consumers": {"type": "object", "description": "With separate workers (Redis): live worker consumers per queue (a heartbeat within the last 6 s).", "additionalProperties": {"type": "integer", "minimum": 0}},
     }});
     free_operation(
         json!({
