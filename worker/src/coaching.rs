@@ -104,6 +104,7 @@ impl Engine {
                         schema_name: format!("grove_{}", mode.id),
                         schema: schema.clone(),
                         max_output_tokens: MAX_OUTPUT_TOKENS,
+                        deadline: None,
                     };
                     let result = self.llm.complete(&req).await;
                     record(db, call, seq, &result).await?;
@@ -198,6 +199,7 @@ fn replayed(rec: &grove_common::db::entities::model_call::Model) -> Answer {
         Some(json) => Ok((json.clone(), usage, 0)),
         None => Err(LlmError::InvalidOutput {
             message: "stored invalid output".into(),
+            text: String::new(),
             usage,
         }),
     }
