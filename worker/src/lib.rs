@@ -76,6 +76,7 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
                 provider,
                 schemas,
                 llm_config.provider,
+                config.call_deadline,
             ))
         }
         None => None,
