@@ -102,6 +102,27 @@ pub struct LlmResponse {
     pub attempts: u32,
 }
 
+impl LlmResponse {
+    /// The response to a call whose last attempt gave `result`, after `attempts` HTTP attempts.
+    fn finish(
+        result: Result<(serde_json::Value, Usage), LlmError>,
+        attempts: u32,
+    ) -> Result<Self, LlmError> {
+        let (json, usage) = result?;
+        tracing::debug!(
+            attempts,
+            input_tokens = usage.input_tokens,
+            output_tokens = usage.output_tokens,
+            "llm call completed"
+        );
+        Ok(Self {
+            json,
+            usage,
+            attempts,
+        })
+    }
+}
+
 #[async_trait::async_trait]
 pub trait LlmProvider: Send + Sync {
     /// A stable label for logs and metrics: `openai` or `anthropic`.

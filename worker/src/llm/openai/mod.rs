@@ -165,18 +165,7 @@ impl LlmProvider for OpenAiProvider {
                 other => break other,
             }
         };
-        let (json, usage) = result?;
-        tracing::debug!(
-            attempts,
-            input_tokens = usage.input_tokens,
-            output_tokens = usage.output_tokens,
-            "llm call completed"
-        );
-        Ok(LlmResponse {
-            json,
-            usage,
-            attempts,
-        })
+        LlmResponse::finish(result, attempts)
     }
 }
 
