@@ -5,6 +5,8 @@
 
 mod cdp;
 pub use cdp::{CDP_FACILITATOR_URL, CdpCredentials, CdpKey};
+mod llm;
+pub use llm::{DEFAULT_TEMPERATURE, LlmConfig, LlmProviderKind, MaxTokensField, StructuredOutput};
 mod settlement;
 pub use settlement::{SettlementConfig, SettlementMode};
 
@@ -41,22 +43,6 @@ pub enum AppEnv {
 pub enum LogFormat {
     Pretty,
     Json,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LlmProviderKind {
-    /// OpenAI Chat Completions and compatible servers (vLLM, llama.cpp, Ollama).
-    OpenAi,
-    /// Anthropic Messages.
-    Anthropic,
-}
-
-#[derive(Clone, Debug)]
-pub struct LlmConfig {
-    pub provider: LlmProviderKind,
-    pub base_url: String,
-    pub api_key: Option<Secret>,
-    pub model: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,7 +176,7 @@ impl Config {
         let facilitator_url =
             facilitator_url.or_else(|| cdp.as_ref().map(|_| CDP_FACILITATOR_URL.to_owned()));
         let settlement = settlement::read(&var, app_env)?;
-        let llm = read_llm(&var)?;
+        let llm = llm::read(&var)?;
         let sms_provider = match var("SMS_PROVIDER").as_deref() {
             None | Some("outbox") => SmsProviderKind::Outbox,
             Some("twilio") => SmsProviderKind::Twilio,
@@ -343,42 +329,6 @@ fn parse_address(s: &str) -> Option<Address> {
         return None;
     }
     Address::from_str(s).ok()
-}
-
-fn read_llm(var: &impl Fn(&str) -> Option<String>) -> Result<Option<LlmConfig>, ConfigError> {
-    let Some(provider) = var("LLM_PROVIDER") else {
-        return Ok(None);
-    };
-    let provider = match provider.as_str() {
-        "openai" => LlmProviderKind::OpenAi,
-        "anthropic" => LlmProviderKind::Anthropic,
-        other => {
-            return Err(invalid(
-                "LLM_PROVIDER",
-                format!("expected openai or anthropic, got {other:?}"),
-            ));
-        }
-    };
-    let base_url = var("LLM_BASE_URL");
-    let api_key = var("LLM_API_KEY").map(Secret::new);
-    // Hosted APIs need a key; a self-hosted OpenAI-compatible server at LLM_BASE_URL may not.
-    let needs_key = provider == LlmProviderKind::Anthropic || base_url.is_none();
-    if needs_key && api_key.is_none() {
-        return Err(invalid("LLM_API_KEY", "required for this LLM_PROVIDER"));
-    }
-    let (default_url, default_model) = match provider {
-        LlmProviderKind::OpenAi => ("https://api.openai.com/v1", "gpt-4o-mini"),
-        LlmProviderKind::Anthropic => ("https://api.anthropic.com", "claude-sonnet-4-5"),
-    };
-    Ok(Some(LlmConfig {
-        provider,
-        base_url: base_url
-            .unwrap_or_else(|| default_url.into())
-            .trim_end_matches('/')
-            .to_owned(),
-        api_key,
-        model: var("LLM_MODEL").unwrap_or_else(|| default_model.into()),
-    }))
 }
 
 fn read_twilio(

@@ -103,21 +103,21 @@ async fn three_invalid_answers_are_502_with_a_receipt_and_the_retry_is_free() {
 }
 
 #[tokio::test]
-async fn model_refusal_and_truncation_are_upstream_failures_not_re_asks() {
+async fn a_refusal_fails_at_once_and_a_cut_off_answer_gets_one_larger_retry() {
     let rig = spawn_paid(Options::default()).await;
-    for (reply, mode) in [
-        (Reply::Refusal, "diagnose_growth"),
-        (Reply::Truncated, "audit_function"),
+    for (script, mode, calls) in [
+        (vec![Reply::Refusal], "diagnose_growth", 1),
+        (
+            vec![Reply::Truncated, Reply::Truncated],
+            "audit_function",
+            2,
+        ),
     ] {
-        rig.llm.script([reply]);
+        rig.llm.script(script);
         let before = rig.llm.received();
         let r = rig.pay_and_call(PATH, &caller_body(mode), None).await;
         assert_eq!(r.status(), 502, "{mode}");
-        assert_eq!(
-            rig.llm.received(),
-            before + 1,
-            "no re-ask after a refusal or truncation"
-        );
+        assert_eq!(rig.llm.received(), before + calls, "{mode}: no re-ask");
     }
 }
 
@@ -171,15 +171,31 @@ async fn the_anthropic_wire_format_works_end_to_end() {
 
 #[tokio::test]
 async fn past_the_deadline_the_call_answers_504_with_a_receipt_and_finishes_later() {
+    // The engine never runs past CALL_DEADLINE_S itself, so what outlives the API's wait is a
+    // call that started late: here its settlement took longer than the whole deadline.
     let rig = spawn_paid(Options {
         deadline_s: 1,
         ..Default::default()
     })
     .await;
-    rig.llm.script([Reply::Slow(Duration::from_secs(3))]);
+    rig.facilitator
+        .script(SettleScript::Slow(Duration::from_millis(1500)));
     let body = caller_body("diagnose_growth");
     let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
-    let r = rig.send_paid(PATH, &body, &payment, None).await;
+    let first = rig.spawn_paid_call(PATH, &body, &payment);
+
+    // A duplicate while the payment is still settling waits out its own deadline, then 504
+    // with Retry-After (a running call's duplicate gets 409 `request_in_progress` instead).
+    grove_tests::wait_until("the settlement to start", async || {
+        rig.facilitator.settle_calls() == 1
+    })
+    .await;
+    let dup = rig.send_paid(PATH, &body, &payment, None).await;
+    assert_eq!(dup.status(), 504);
+    assert!(dup.headers().get("retry-after").is_some());
+    assert_eq!(error_of(dup).await["error"]["code"], "settlement_pending");
+
+    let r = first.await.expect("task").expect("response");
     assert_eq!(r.status(), 504);
     assert!(
         r.headers().get("retry-after").is_some(),
@@ -191,13 +207,6 @@ async fn past_the_deadline_the_call_answers_504_with_a_receipt_and_finishes_late
         .as_str()
         .expect("receipt")
         .to_owned();
-    assert_eq!(rig.app.get_json(&receipt_url).await["status"], "pending");
-
-    // A duplicate while it still runs waits out its own deadline, then 409 with Retry-After.
-    let dup = rig.send_paid(PATH, &body, &payment, None).await;
-    assert_eq!(dup.status(), 409);
-    assert!(dup.headers().get("retry-after").is_some());
-    assert_eq!(error_of(dup).await["error"]["code"], "request_in_progress");
 
     // Poll the receipt until the work finishes (a condition, bounded), then the retry replays.
     grove_tests::wait_until("the call to complete", async || {
@@ -209,4 +218,33 @@ async fn past_the_deadline_the_call_answers_504_with_a_receipt_and_finishes_late
     assert_eq!(replay.headers()["idempotent-replay"], "true");
     assert_eq!(rig.facilitator.settle_calls(), 1);
     assert_eq!(rig.llm.received(), 1);
+}
+
+#[tokio::test]
+async fn a_model_slower_than_the_deadline_fails_within_it_and_the_retry_is_free() {
+    let rig = spawn_paid(Options {
+        deadline_s: 2,
+        ..Default::default()
+    })
+    .await;
+    rig.llm.script([Reply::Slow(Duration::from_secs(4))]);
+    let body = caller_body("diagnose_growth");
+    let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
+    let started = std::time::Instant::now();
+
+    let r = rig.send_paid(PATH, &body, &payment, None).await;
+
+    assert_eq!(
+        r.status(),
+        502,
+        "failed within the deadline, not 504 and 4 s later"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let retry = rig.send_paid(PATH, &body, &payment, None).await;
+    assert_eq!(retry.status(), 200);
+    assert_eq!(rig.facilitator.settle_calls(), 1);
 }

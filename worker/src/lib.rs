@@ -1,7 +1,6 @@
 //! Grove's job workers: coaching jobs (prompt, model call, validation, re-ask), their provider
 //! clients, and the runtime that runs them against Redis or in-process.
 
-pub mod backoff;
 pub mod coaching;
 pub mod envelope;
 pub mod health;
@@ -9,6 +8,7 @@ pub mod jobs;
 pub mod llm;
 pub mod log_text;
 pub mod prompts;
+pub mod retry;
 pub mod review;
 pub mod runtime;
 pub mod settings;
@@ -76,11 +76,12 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
     } = parts;
     let engine = match &config.llm {
         Some(llm_config) => {
-            let provider = llm::from_config(llm_config, llm::RetryPolicy::default())?;
+            let provider = llm::from_config(llm_config, llm::RetryPolicy::LLM)?;
             Some(coaching::Engine::new(
                 provider,
                 schemas,
                 llm_config.provider,
+                config.call_deadline,
             ))
         }
         None => None,

@@ -1,9 +1,15 @@
 //! Both LLM clients against loopback servers that speak the providers' real wire formats:
-//! answers, refusals, truncation, quota, retries with `retry-after`, and Anthropic's fallback to
-//! forced tool use. Each fake asserts exactly how often it was called.
+//! answers, refusals, truncation, quota, retries with `retry-after`, Anthropic's fallback to
+//! forced tool use, servers that answer like vLLM, Ollama and Azure OpenAI (structured-output
+//! step-down, the max-tokens field, temperature), and the call deadline. Each fake asserts
+//! exactly how often it was called.
 
 #[path = "llm_providers/anthropic.rs"]
 mod anthropic;
+#[path = "llm_providers/compatible.rs"]
+mod compatible;
+#[path = "llm_providers/deadline.rs"]
+mod deadline;
 #[path = "llm_providers/fake.rs"]
 mod fake;
 #[path = "llm_providers/openai.rs"]
@@ -52,6 +58,7 @@ pub fn request() -> LlmRequest {
         schema_name: "grove_diagnose_growth".into(),
         schema: schema(),
         max_output_tokens: 800,
+        deadline: None,
     }
 }
 
@@ -61,12 +68,17 @@ pub fn provider(
     key: Option<&str>,
     retry: RetryPolicy,
 ) -> Arc<dyn LlmProvider> {
-    let config = LlmConfig {
-        provider: kind,
-        base_url,
-        api_key: key.map(Secret::new),
-        model: "model-under-test".into(),
-    };
+    configured(config(kind, base_url, key), retry)
+}
+
+/// The configuration `provider` uses, for tests that change a request-shaping setting.
+pub fn config(kind: LlmProviderKind, base_url: String, key: Option<&str>) -> LlmConfig {
+    let mut config = LlmConfig::new(kind, &base_url, key.map(Secret::new));
+    config.model = "model-under-test".into();
+    config
+}
+
+pub fn configured(config: LlmConfig, retry: RetryPolicy) -> Arc<dyn LlmProvider> {
     llm::from_config(&config, retry).expect("the client builds")
 }
 

@@ -134,6 +134,11 @@ fn is_dotted(s: &str) -> bool {
 /// Rewrites every string whose schema has an `enum` (or `const`) it matches only case-insensitively
 /// to the schema's spelling. Anthropic does not guarantee enum case (llm.md §2.1).
 pub fn normalise_enums(schema: &Value, value: &mut Value) {
+    fix_enum_case(schema, value, "", &mut Vec::new());
+}
+
+/// [`normalise_enums`] below `path`, pushing the JSON pointer of every value it changed.
+pub fn fix_enum_case(schema: &Value, value: &mut Value, path: &str, fixed: &mut Vec<String>) {
     match value {
         Value::String(s) => {
             let allowed = schema
@@ -147,19 +152,25 @@ pub fn normalise_enums(schema: &Value, value: &mut Value) {
                 .iter()
                 .filter_map(|v| v.as_str())
                 .find(|a| a.eq_ignore_ascii_case(trimmed));
-            if let Some(hit) = hit {
+            if let Some(hit) = hit
+                && hit != s
+            {
                 *s = hit.to_owned();
+                fixed.push(path.to_owned());
             }
         }
         Value::Array(list) => {
             if let Some(items) = schema.get("items") {
-                list.iter_mut().for_each(|v| normalise_enums(items, v));
+                for (i, v) in list.iter_mut().enumerate() {
+                    fix_enum_case(items, v, &format!("{path}/{i}"), fixed);
+                }
             }
         }
         Value::Object(map) => {
             for (key, v) in map.iter_mut() {
                 if let Some(sub) = schema.get("properties").and_then(|p| p.get(key)) {
-                    normalise_enums(sub, v);
+                    let at = format!("{path}/{}", grove_common::schema::escape_pointer(key));
+                    fix_enum_case(sub, v, &at, fixed);
                 }
             }
         }

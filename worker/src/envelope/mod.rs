@@ -2,10 +2,14 @@
 //!
 //! The job handler's loop, per attempt:
 //! 1. ask the provider with [`provider_schema`]`(`[`model_schema`]`(published), provider)`;
-//! 2. [`assemble`] the answer (server keys, computed `context_gaps`, confidence ceiling, enum case);
-//! 3. validate the envelope against the full published response schema, then [`check`];
-//! 4. if anything failed and attempts remain, append the model's raw answer as an assistant
-//!    turn and [`reask_message`] as a user turn, and go to 1.
+//! 2. fix enum case ([`enum_case`]) and [`assemble`] the answer (server keys, computed
+//!    `context_gaps`, confidence ceiling);
+//! 3. validate the envelope against the full published response schema and [`check`] it,
+//!    both lists together; if anything failed, try [`safe_repairs`] and validate again;
+//! 4. if problems remain and attempts remain, append the model's answer as an assistant
+//!    turn and [`reask_message`] (every schema and rule problem of that answer) as a user turn,
+//!    and go to 1. An answer that is not JSON gets [`invalid_json_message`] instead; one cut off
+//!    at the output limit is asked again once with a larger budget and [`SHORTER_ANSWER`].
 
 mod assemble;
 mod check;
@@ -14,6 +18,7 @@ mod figures;
 mod modes;
 mod outbound;
 mod reask;
+mod repair;
 mod schema;
 mod trace;
 
@@ -27,5 +32,6 @@ pub use coverage::{
 };
 pub use figures::{Figure, extract as extract_figures};
 pub use outbound::MERGE_TOKENS;
-pub use reask::reask_message;
-pub use schema::{MODEL_GAPS_MAX, SERVER_KEYS, model_schema, provider_schema};
+pub use reask::{SHORTER_ANSWER, invalid_json_message, reask_message};
+pub use repair::{Repair, enum_case, safe_repairs};
+pub use schema::{MODEL_GAPS_MAX, MODEL_ORDER, SERVER_KEYS, model_schema, provider_schema};

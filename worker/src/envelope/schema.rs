@@ -13,7 +13,7 @@ pub const MODEL_GAPS_MAX: usize = 3;
 
 /// Key order of the model's answer. OpenAI emits keys in schema order, so the diagnosis and the
 /// numbers are pinned before the prose is written (llm.md §7.4); assembly restores the published order.
-const MODEL_ORDER: [&str; 7] = [
+pub const MODEL_ORDER: [&str; 7] = [
     "thinking",
     "numbers",
     "reply",

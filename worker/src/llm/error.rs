@@ -1,8 +1,8 @@
 //! The provider layer's error, and the classification of HTTP failures both wire formats share.
 
-use super::Usage;
-use super::retry::{Failure, retry_after};
-use super::transport::RawResponse;
+use super::{Usage, structured};
+use crate::retry::{Failure, retry_after};
+use reqwest::header::HeaderMap;
 
 /// Why a call produced no usable JSON. Variants that consumed tokens carry the usage, so the caller
 /// can bill every attempt; the comment on each says whether the retry layer already retried it.
@@ -11,7 +11,8 @@ pub enum LlmError {
     /// The model refused, or a content filter stopped it. Never retried.
     #[error("the model refused: {message}")]
     Refusal { message: String, usage: Usage },
-    /// The answer hit the output budget or the context window, so its JSON is cut. Never retried.
+    /// The answer hit the output budget or the context window, so its JSON is cut. Never retried
+    /// here; the engine may ask once more with a larger budget.
     #[error("the model's answer was truncated")]
     Truncated { usage: Usage },
     /// Out of credit or over a spend limit: retrying cannot help until an operator acts.
@@ -29,9 +30,19 @@ pub enum LlmError {
         status: Option<u16>,
         message: String,
     },
-    /// A 200 whose content is missing or is not JSON.
+    /// The call's deadline passed before the provider answered, or left no time for another
+    /// attempt. Whether the provider billed the last attempt is unknown: it may have been
+    /// generating when we stopped waiting.
+    #[error("the call's deadline passed before the model answered: {message}")]
+    Deadline { message: String },
+    /// A 200 whose content is missing or is not JSON. `text` is what the model wrote (clipped),
+    /// so a re-ask can show it; empty when there was no text.
     #[error("the LLM provider's answer is unusable: {message}")]
-    InvalidOutput { message: String, usage: Usage },
+    InvalidOutput {
+        message: String,
+        text: String,
+        usage: Usage,
+    },
     /// The configuration cannot produce a working client (raised by `from_config` only).
     #[error("the LLM client cannot be built: {message}")]
     Config { message: String },
@@ -54,11 +65,37 @@ impl LlmError {
 }
 
 /// The parts of an error body both providers share: OpenAI `{error: {message, type, code}}`,
-/// Anthropic `{type: "error", error: {type, message}}`. Compatible servers vary, so all optional.
+/// Anthropic `{type: "error", error: {type, message}}`, older vLLM `{object: "error", message,
+/// type, code}` at the top level, Ollama's native `{error: "text"}`. All optional.
 #[derive(Debug, Default, serde::Deserialize)]
 struct ErrorBody {
     #[serde(default)]
-    error: Option<ErrorDetail>,
+    error: Option<ErrorField>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(untagged)]
+enum ErrorField {
+    Detail(ErrorDetail),
+    Text(String),
+}
+
+impl ErrorBody {
+    fn detail(self) -> ErrorDetail {
+        match self.error {
+            Some(ErrorField::Detail(d)) => d,
+            Some(ErrorField::Text(message)) => ErrorDetail {
+                message: Some(message),
+                ..ErrorDetail::default()
+            },
+            None => ErrorDetail {
+                message: self.message,
+                ..ErrorDetail::default()
+            },
+        }
+    }
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -93,29 +130,34 @@ const QUOTA_PHRASES: &[&str] = &[
 ];
 
 /// Classifies a non-2xx answer: what is worth retrying, and what is final.
-pub(super) fn classify_failure(raw: &RawResponse) -> Failure {
-    let detail = serde_json::from_str::<ErrorBody>(&raw.body)
-        .ok()
-        .and_then(|b| b.error)
+pub(super) fn classify_failure(status: u16, headers: &HeaderMap, body: &str) -> Failure<LlmError> {
+    let detail = serde_json::from_str::<ErrorBody>(body)
+        .map(ErrorBody::detail)
         .unwrap_or_default();
     let message = clip(
         detail
             .message
             .clone()
             .filter(|m| !m.trim().is_empty())
-            .unwrap_or_else(|| fallback_message(raw)),
+            .unwrap_or_else(|| fallback_message(status, body)),
     );
-    let status = raw.status;
     if (400..500).contains(&status) && is_quota(status, &detail, &message) {
         return Failure::Final(LlmError::Quota { message });
     }
     match status {
         401 | 403 => Failure::Final(LlmError::Auth { status, message }),
+        // Ollama answers 500 when it cannot turn our schema into a grammar: deterministic, so
+        // final, and read by the client as "this server cannot do json_schema".
+        500..=599 if structured::grammar_failed(&message) => {
+            Failure::Final(LlmError::BadRequest { status, message })
+        }
         // 408 and 409 are what the official SDKs retry besides 429 and 5xx.
-        408 | 409 | 429 | 500..=599 => Failure::Transient {
-            status: Some(status),
-            message,
-            retry_after: retry_after(&raw.headers),
+        408 | 409 | 429 | 500..=599 => Failure::Retry {
+            error: LlmError::Upstream {
+                status: Some(status),
+                message,
+            },
+            retry_after: retry_after(headers),
         },
         _ => Failure::Final(LlmError::BadRequest { status, message }),
     }
@@ -132,10 +174,10 @@ fn is_quota(status: u16, detail: &ErrorDetail, message: &str) -> bool {
 }
 
 /// A proxy's HTML page or an empty body: keep a short excerpt so the log says something useful.
-fn fallback_message(raw: &RawResponse) -> String {
-    let body = raw.body.trim();
+fn fallback_message(status: u16, body: &str) -> String {
+    let body = body.trim();
     if body.is_empty() {
-        format!("HTTP {} with an empty body", raw.status)
+        format!("HTTP {status} with an empty body")
     } else {
         body.to_owned()
     }
@@ -146,31 +188,29 @@ pub(super) use crate::log_text::clip;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderMap;
 
-    fn raw(status: u16, body: &str) -> RawResponse {
-        RawResponse {
-            status,
-            headers: HeaderMap::new(),
-            body: body.to_owned(),
-        }
+    fn classify(status: u16, body: &str) -> Failure<LlmError> {
+        classify_failure(status, &HeaderMap::new(), body)
     }
 
-    fn is_final_quota(f: Failure) -> bool {
+    fn is_final_quota(f: Failure<LlmError>) -> bool {
         matches!(f, Failure::Final(LlmError::Quota { .. }))
     }
 
     #[test]
     fn quota_is_recognised_by_code_or_wording_but_not_by_a_billing_link() {
         let openai = r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}"#;
-        assert!(is_final_quota(classify_failure(&raw(429, openai))));
+        assert!(is_final_quota(classify(429, openai)));
         let credit = r#"{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API."}}"#;
-        assert!(is_final_quota(classify_failure(&raw(400, credit))));
+        assert!(is_final_quota(classify(400, credit)));
         let rate = r#"{"error":{"message":"Rate limit reached. You can increase your rate limit by adding a payment method at https://platform.openai.com/account/billing.","type":"requests","code":"rate_limit_exceeded"}}"#;
         assert!(matches!(
-            classify_failure(&raw(429, rate)),
-            Failure::Transient {
-                status: Some(429),
+            classify(429, rate),
+            Failure::Retry {
+                error: LlmError::Upstream {
+                    status: Some(429),
+                    ..
+                },
                 ..
             }
         ));
@@ -179,17 +219,20 @@ mod tests {
     #[test]
     fn statuses_map_to_their_variants() {
         assert!(matches!(
-            classify_failure(&raw(401, "")),
+            classify(401, ""),
             Failure::Final(LlmError::Auth { status: 401, .. })
         ));
         assert!(matches!(
-            classify_failure(&raw(404, "<html>nope</html>")),
+            classify(404, "<html>nope</html>"),
             Failure::Final(LlmError::BadRequest { status: 404, .. })
         ));
         assert!(matches!(
-            classify_failure(&raw(529, "")),
-            Failure::Transient {
-                status: Some(529),
+            classify(529, ""),
+            Failure::Retry {
+                error: LlmError::Upstream {
+                    status: Some(529),
+                    ..
+                },
                 ..
             }
         ));

@@ -1,5 +1,5 @@
 //! The LLM provider layer: one trait, two thin HTTP clients (OpenAI-compatible Chat Completions and
-//! Anthropic Messages), and the retry policy they share.
+//! Anthropic Messages), each with its retry policy and the way it is asked for structured output.
 //!
 //! A provider turns one [`LlmRequest`] into one JSON value that the provider was asked to shape by
 //! `request.schema`. It does not validate that value against the schema: every provider has a
@@ -8,13 +8,13 @@
 mod anthropic;
 mod error;
 mod openai;
-mod retry;
+mod structured;
 mod transport;
 
+pub use crate::retry::RetryPolicy;
 pub use anthropic::AnthropicProvider;
 pub use error::LlmError;
 pub use openai::OpenAiProvider;
-pub use retry::RetryPolicy;
 
 use grove_common::config::{LlmConfig, LlmProviderKind};
 use std::sync::Arc;
@@ -64,6 +64,9 @@ pub struct LlmRequest {
     /// A schema this provider can enforce; the caller prepares the provider-specific copy.
     pub schema: serde_json::Value,
     pub max_output_tokens: u32,
+    /// When the whole call must be over, transport retries included; `None`: only the retry
+    /// policy bounds it.
+    pub deadline: Option<tokio::time::Instant>,
 }
 
 /// Tokens a provider reports for one call. Callers sum it over every attempt, failed ones included,
@@ -99,6 +102,27 @@ pub struct LlmResponse {
     pub attempts: u32,
 }
 
+impl LlmResponse {
+    /// The response to a call whose last attempt gave `result`, after `attempts` HTTP attempts.
+    fn finish(
+        result: Result<(serde_json::Value, Usage), LlmError>,
+        attempts: u32,
+    ) -> Result<Self, LlmError> {
+        let (json, usage) = result?;
+        tracing::debug!(
+            attempts,
+            input_tokens = usage.input_tokens,
+            output_tokens = usage.output_tokens,
+            "llm call completed"
+        );
+        Ok(Self {
+            json,
+            usage,
+            attempts,
+        })
+    }
+}
+
 #[async_trait::async_trait]
 pub trait LlmProvider: Send + Sync {
     /// A stable label for logs and metrics: `openai` or `anthropic`.
@@ -112,20 +136,9 @@ pub fn from_config(
     config: &LlmConfig,
     retry: RetryPolicy,
 ) -> Result<Arc<dyn LlmProvider>, LlmError> {
-    let key = config.api_key.clone();
     Ok(match config.provider {
-        LlmProviderKind::OpenAi => Arc::new(OpenAiProvider::new(
-            &config.base_url,
-            key,
-            &config.model,
-            retry,
-        )?),
-        LlmProviderKind::Anthropic => Arc::new(AnthropicProvider::new(
-            &config.base_url,
-            key,
-            &config.model,
-            retry,
-        )?),
+        LlmProviderKind::OpenAi => Arc::new(OpenAiProvider::new(config, retry)?),
+        LlmProviderKind::Anthropic => Arc::new(AnthropicProvider::new(config, retry)?),
     })
 }
 
@@ -140,8 +153,22 @@ fn parse_model_json(text: &str, usage: Usage) -> Result<serde_json::Value, LlmEr
         .unwrap_or(trimmed);
     serde_json::from_str(unfenced.trim()).map_err(|e| LlmError::InvalidOutput {
         message: format!("the model's answer is not JSON: {e}"),
+        text: clip_answer(text),
         usage,
     })
+}
+
+/// Most of a malformed answer kept for the re-ask that quotes it: the start shows what went wrong
+/// in most cases, and a whole runaway answer would cost its tokens again.
+const ANSWER_QUOTE_MAX: usize = 4000;
+
+fn clip_answer(text: &str) -> String {
+    let text = text.trim();
+    if text.len() <= ANSWER_QUOTE_MAX {
+        return text.to_owned();
+    }
+    let cut = text.floor_char_boundary(ANSWER_QUOTE_MAX);
+    format!("{}…", &text[..cut])
 }
 
 #[cfg(test)]

@@ -1,19 +1,13 @@
-//! One HTTP attempt: POST a JSON body, read the whole answer, and turn transport trouble into a
-//! transient failure. Status handling is left to the callers, which know their wire format.
+//! HTTP for both wire formats: one attempt (POST a JSON body, read the whole answer, classify a
+//! failure) and the provider's retry policy around it, bounded by the call's deadline.
 
 use super::LlmError;
 use super::error::classify_failure;
-use super::retry::Failure;
 use crate::log_text::error_chain;
+use crate::retry::{self, Failure, RetryPolicy};
 use reqwest::header::HeaderMap;
-use std::time::Duration;
-
-#[derive(Debug)]
-pub(super) struct RawResponse {
-    pub status: u16,
-    pub headers: HeaderMap,
-    pub body: String,
-}
+use std::{future::Future, time::Duration};
+use tokio::time::Instant;
 
 /// A client shared by every call of one provider (connection pooling matters with TLS).
 pub(super) fn client(request_timeout: Duration) -> Result<reqwest::Client, LlmError> {
@@ -37,14 +31,14 @@ pub(super) fn endpoint(base_url: &str, path: &str) -> Result<String, LlmError> {
     }
 }
 
-/// Answers the 2xx response, or the classified failure for any other status.
+/// One attempt: the body of a 2xx answer, or the classified failure for any other status.
 pub(super) async fn post_json(
     client: &reqwest::Client,
     url: &str,
     headers: HeaderMap,
     body: &serde_json::Value,
     timeout: Duration,
-) -> Result<RawResponse, Failure> {
+) -> Result<String, Failure<LlmError>> {
     let response = client
         .post(url)
         .headers(headers)
@@ -57,19 +51,46 @@ pub(super) async fn post_json(
     let headers = response.headers().clone();
     // The timeout covers the body too, so a server that stalls mid-answer is retried as well.
     let body = response.text().await.map_err(transient)?;
-    let raw = RawResponse {
-        status,
-        headers,
-        body,
-    };
     if (200..300).contains(&status) {
-        Ok(raw)
+        Ok(body)
     } else {
-        Err(classify_failure(&raw))
+        Err(classify_failure(status, &headers, &body))
     }
 }
 
-fn transient(error: reqwest::Error) -> Failure {
+/// Runs `attempt` under the provider's retry policy until `deadline`. Returns the outcome and
+/// the HTTP attempts made. A transient failure that the deadline cut short is
+/// [`LlmError::Deadline`]: unlike a server that kept failing, its billing is unknown.
+pub(super) async fn with_retries<T, F, Fut>(
+    policy: &RetryPolicy,
+    deadline: Option<Instant>,
+    provider: &'static str,
+    attempt: F,
+) -> (Result<T, LlmError>, u32)
+where
+    F: FnMut(Duration) -> Fut,
+    Fut: Future<Output = Result<T, Failure<LlmError>>>,
+{
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        let message = "no time was left to ask the model".to_owned();
+        return (Err(LlmError::Deadline { message }), 0);
+    }
+    let label = retry::Label {
+        provider,
+        action: "llm call",
+    };
+    let outcome = retry::run(policy, deadline, label, attempt).await;
+    let past_deadline = deadline.is_some_and(|d| Instant::now() >= d);
+    let result = match outcome.result {
+        Err(LlmError::Upstream { message, .. }) if outcome.out_of_time || past_deadline => {
+            Err(LlmError::Deadline { message })
+        }
+        other => other,
+    };
+    (result, outcome.attempts)
+}
+
+fn transient(error: reqwest::Error) -> Failure<LlmError> {
     // The URL is left out: a base URL may carry credentials.
     let error = error.without_url();
     let kind = if error.is_timeout() {
@@ -79,9 +100,11 @@ fn transient(error: reqwest::Error) -> Failure {
     } else {
         "transport error"
     };
-    Failure::Transient {
-        status: None,
-        message: format!("{kind}: {}", error_chain(&error)),
+    Failure::Retry {
+        error: LlmError::Upstream {
+            status: None,
+            message: format!("{kind}: {}", error_chain(&error)),
+        },
         retry_after: None,
     }
 }

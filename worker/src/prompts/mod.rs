@@ -1,8 +1,15 @@
 //! Prompts as files under version control (`worker/prompts/`), embedded at compile time, and the
 //! assembly of one call's system prompt and conversation.
+//!
+//! The system prompt, in order: the coach's persona; the mode's instructions (for
+//! `diagnose_growth`, the coach's lens mapped onto `binding_constraint`); the answer's keys; the
+//! honesty rules; this tier's limits; one compact example answer drawn from the mode's sandbox
+//! sample (see `example`); and what this caller gave.
+
+mod example;
 
 use crate::envelope::Confidence;
-use grove_common::catalog::{ByCoach, ByMode, Coach, Mode};
+use grove_common::catalog::{ByCoach, ByMode, Coach, Mode, ModeId};
 use serde_json::Value;
 
 /// Embeds `prompts/{dir}/{id}.md` for each id of a list macro, as a table of that list's type.
@@ -19,6 +26,9 @@ static ENVELOPE: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/promp
 
 /// One persona per coach.
 static COACHES: ByCoach<&str> = grove_common::coaches!(embedded!(ByCoach "coaches":));
+
+/// How each coach's specialty maps onto the five `binding_constraint` values (`diagnose_growth`).
+static LENSES: ByCoach<&str> = grove_common::coaches!(embedded!(ByCoach "lenses":));
 
 /// Instructions per mode.
 static MODES: ByMode<&str> = grove_common::modes!(embedded!(ByMode "modes":));
@@ -74,15 +84,23 @@ fn system(
         "The caller gave no figures at all: `numbers` must be [] and the reply must not state any \
          figure about their business."
     };
+    let lens = match mode.id {
+        ModeId::DiagnoseGrowth => format!("\n{}", LENSES[coach.id]),
+        _ => String::new(),
+    };
+    let example = example::block(mode)
+        .map(|e| format!("\n{e}"))
+        .unwrap_or_default();
     format!(
         "{persona}\n\nIn this call you coach in the mode below. Your summary of it: {coach_summary}\n\n\
-         {mode_text}\n{envelope}\n{honesty}\n\
+         {mode_text}{lens}\n{envelope}\n{honesty}\n\
          # Limits for this answer ({tier} tier)\n\n\
          - `reply`: at most {reply} characters; aim for under {words} words.\n\
          - `numbers`: at most {numbers} items.\n\
          - `actions`: {amin} to {amax} items, each with 1 to 6 steps.\n\
          - `caveats`: at most {caveats} items, one sentence each.\n\
-         - `context_gaps`: at most 3 items of your own.\n\n\
+         - `context_gaps`: at most 3 items of your own.\n\
+         {example}\n\
          # What the caller gave\n\n\
          - {gaps}\n\
          - {figures}\n\

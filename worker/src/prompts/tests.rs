@@ -125,3 +125,163 @@ fn print_prompt() {
     );
     println!("{system}\n----\n{turns:?}");
 }
+
+/// The system prompt of `coach` (or the mode's first coach) in `mode` for a bare request.
+fn system_for(mode: ModeId, coach: Option<CoachId>) -> String {
+    let mode = catalog::mode(mode);
+    let coach = match coach {
+        Some(c) => catalog::coach(c),
+        None => catalog::coaches_offering(mode.id).next().unwrap(),
+    };
+    let request = json!({"messages": [{"role": "user", "content": "Help."}]});
+    build(coach, mode, &request, &[], Confidence::Low).0
+}
+
+#[test]
+fn every_mode_shows_one_compact_example_drawn_from_its_sample() {
+    for mode in CATALOG_MODES.iter() {
+        let system = system_for(mode.id, None);
+        let at = system
+            .find("# Example answer for this mode")
+            .unwrap_or_else(|| panic!("{}: no example", mode.id));
+        assert!(
+            at < system.find("# What the caller gave").unwrap(),
+            "{}",
+            mode.id
+        );
+        let line = system[at..].lines().find(|l| l.starts_with('{')).unwrap();
+        let example: Value = serde_json::from_str(line).unwrap();
+        let keys: Vec<&str> = example
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            crate::envelope::MODEL_ORDER,
+            "{}: the model's keys, in order",
+            mode.id
+        );
+        let coach = catalog::coaches_offering(mode.id).next().unwrap();
+        let sample = grove_common::sandbox::coaching_sample(coach, mode).unwrap();
+        assert_eq!(example["deliverable"], sample["deliverable"], "{}", mode.id);
+        assert_eq!(example["thinking"], sample["thinking"], "{}", mode.id);
+        let reply = sample["reply"].as_str().unwrap();
+        assert!(
+            reply.starts_with(example["reply"].as_str().unwrap()),
+            "{}",
+            mode.id
+        );
+        assert!(
+            example["numbers"].as_array().unwrap().len() <= 2,
+            "{}",
+            mode.id
+        );
+        assert_eq!(
+            example["actions"].as_array().unwrap().len(),
+            1,
+            "{}",
+            mode.id
+        );
+        assert!(system.contains("Never reuse its facts, figures or names"));
+    }
+}
+
+/// The bands `audit_function.md` states, as (lowest score, status).
+const AUDIT_BANDS: [(f64, &str); 4] = [
+    (85.0, "strong"),
+    (60.0, "adequate"),
+    (30.0, "weak"),
+    (0.0, "critical"),
+];
+
+#[test]
+fn audit_function_states_score_anchors_its_own_sample_follows() {
+    let system = system_for(ModeId::AuditFunction, None);
+    for needle in [
+        "85 to 100, `strong`",
+        "60 to 84, `adequate`",
+        "30 to 59, `weak`",
+        "0 to 29, `critical`",
+        "any\n`critical` finding holds `overall_score` below 60",
+    ] {
+        assert!(system.contains(needle), "{needle}");
+    }
+    let mode = catalog::mode(ModeId::AuditFunction);
+    let coach = catalog::coaches_offering(mode.id).next().unwrap();
+    let sample = grove_common::sandbox::coaching_sample(coach, mode).unwrap();
+    for finding in sample["deliverable"]["findings"].as_array().unwrap() {
+        let score = finding["score"].as_f64().unwrap();
+        let band = AUDIT_BANDS.iter().find(|(low, _)| score >= *low).unwrap().1;
+        assert_eq!(finding["status"], band, "{finding}");
+    }
+    assert!(!system_for(ModeId::FunnelReview, None).contains("Score anchors"));
+}
+
+#[test]
+fn each_coach_maps_its_lens_onto_the_five_binding_constraints() {
+    const VALUES: [&str; 5] = ["demand", "conversion", "retention", "pricing", "delivery"];
+    // What each coach's catalog summary of diagnose_growth promises, and where it must land.
+    let promised = [
+        (CoachId::Mary, "money\nleft on each sale: `pricing`"),
+        (
+            CoachId::Reed,
+            "between first call and signature: `conversion`",
+        ),
+        (CoachId::Iris, "or the channel: `demand`"),
+        (CoachId::Oak, "could not be delivered: `delivery`"),
+        (CoachId::Violet, "never reaches first value: `retention`"),
+        (
+            CoachId::Fern,
+            "Manual work or broken tools that cap how many customers the team can serve: `delivery`",
+        ),
+        (
+            CoachId::Willow,
+            "Founder bandwidth or an empty seat that caps what gets delivered: `delivery`",
+        ),
+    ];
+    for (coach, mapping) in promised {
+        let system = system_for(ModeId::DiagnoseGrowth, Some(coach));
+        let lens = &system[system.find("# Your lens on `binding_constraint`").unwrap()..];
+        let lens = &lens[..lens.find("# What you return").unwrap()];
+        assert!(lens.contains(mapping), "{coach}: {lens}");
+        let named = VALUES
+            .iter()
+            .filter(|v| lens.contains(&format!("`{v}`")))
+            .count();
+        assert!(named >= 2, "{coach} maps onto the values: {lens}");
+    }
+    for mode in [ModeId::RescueChurn, ModeId::ScopeRole, ModeId::DecideStack] {
+        assert!(!system_for(mode, None).contains("# Your lens"), "{mode}");
+    }
+}
+
+#[test]
+fn outbound_names_only_caller_given_senders_and_guides_each_channel() {
+    let system = system_for(ModeId::WriteOutboundSequence, None);
+    assert!(!system.contains("real-sounding"));
+    for needle in [
+        "Senders and names come only from the caller",
+        "if the caller gave none, end the body without a signature",
+        "Never invent a person",
+        "`linkedin`: step 1 is the connection request",
+        "under 200 characters",
+        "`cold_call`: every step is a call or a voicemail",
+        "a voicemail under 60 words",
+    ] {
+        assert!(system.contains(needle), "{needle}");
+    }
+    // The example it shows signs with no invented sender.
+    let mode = catalog::mode(ModeId::WriteOutboundSequence);
+    let coach = catalog::coaches_offering(mode.id).next().unwrap();
+    let sample = grove_common::sandbox::coaching_sample(coach, mode).unwrap();
+    for email in sample["deliverable"]["emails"].as_array().unwrap() {
+        let body = email["body"].as_str().unwrap();
+        let last = body.lines().last().unwrap();
+        assert!(
+            last.ends_with(['?', '.']),
+            "ends with the ask, not a made-up name: {last}"
+        );
+    }
+}

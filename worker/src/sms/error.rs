@@ -4,7 +4,7 @@
 //! safe: an unknown code is a plain rejection, never a success and never an opt-in.
 
 use super::redact_numbers;
-use super::retry::{Failure, retry_after};
+use crate::retry::{Failure, retry_after};
 use reqwest::header::HeaderMap;
 
 #[derive(Debug, thiserror::Error)]
@@ -91,7 +91,7 @@ struct TwilioErrorBody {
 }
 
 /// Classifies a non-2xx answer: the code decides when Twilio gave one we know, else the status.
-pub(super) fn classify_failure(status: u16, headers: &HeaderMap, body: &str) -> Failure {
+pub(super) fn classify_failure(status: u16, headers: &HeaderMap, body: &str) -> Failure<SmsError> {
     let parsed = serde_json::from_str::<TwilioErrorBody>(body).unwrap_or_default();
     let code = parsed.code.as_ref().and_then(code_number);
     let message = scrub(
@@ -162,7 +162,7 @@ pub(super) fn scrub(message: String) -> String {
 mod tests {
     use super::*;
 
-    fn classify(status: u16, body: &str) -> Failure {
+    fn classify(status: u16, body: &str) -> Failure<SmsError> {
         classify_failure(status, &HeaderMap::new(), body)
     }
 

@@ -7,12 +7,11 @@
 
 mod error;
 mod outbox;
-mod retry;
 mod twilio;
 
+pub use crate::retry::RetryPolicy;
 pub use error::SmsError;
 pub use outbox::OutboxProvider;
-pub use retry::RetryPolicy;
 pub use twilio::TwilioProvider;
 
 use grove_common::config::{Config, SmsProviderKind};
@@ -75,10 +74,7 @@ pub fn from_config(config: &Config) -> Result<Arc<dyn SmsProvider>, SmsError> {
             let twilio = config.twilio.as_ref().ok_or_else(|| SmsError::Config {
                 message: "SMS_PROVIDER=twilio needs the TWILIO_* settings".into(),
             })?;
-            Ok(Arc::new(TwilioProvider::new(
-                twilio,
-                RetryPolicy::default(),
-            )?))
+            Ok(Arc::new(TwilioProvider::new(twilio, RetryPolicy::SMS)?))
         }
     }
 }

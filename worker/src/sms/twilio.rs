@@ -2,11 +2,11 @@
 //! encoded, HTTP Basic auth with the account sid and auth token.
 
 use super::error::{classify_failure, scrub};
-use super::retry::{Failure, with_retries};
 use super::{
     OutgoingSms, RetryPolicy, SentSms, SmsError, SmsProvider, VALIDITY_PERIOD_S, mask_phone,
 };
 use crate::log_text::error_chain;
+use crate::retry::{self, Failure};
 use base64::{Engine, engine::general_purpose::STANDARD};
 use grove_common::config::TwilioConfig;
 use reqwest::header::{AUTHORIZATION, HeaderValue};
@@ -103,13 +103,17 @@ impl TwilioProvider {
         fields
     }
 
-    async fn attempt(&self, form: &[(&'static str, String)]) -> Result<SentSms, Failure> {
+    async fn attempt(
+        &self,
+        form: &[(&'static str, String)],
+        timeout: Duration,
+    ) -> Result<SentSms, Failure<SmsError>> {
         let response = self
             .client
             .post(&self.url)
             .header(AUTHORIZATION, self.authorization.clone())
             .form(form)
-            .timeout(self.retry.request_timeout)
+            .timeout(timeout)
             .send()
             .await
             .map_err(transport_failure)?;
@@ -147,8 +151,14 @@ impl SmsProvider for TwilioProvider {
     #[tracing::instrument(name = "sms.send", skip_all, fields(provider = "twilio", reference = %sms.reference, to = %mask_phone(&sms.to)))]
     async fn send(&self, sms: &OutgoingSms) -> Result<SentSms, SmsError> {
         let form = self.form(sms);
-        let (result, attempts) =
-            with_retries(&self.retry, self.name(), || self.attempt(&form)).await;
+        // No deadline: a send job's own schedule bounds it, and only failures where Twilio
+        // certainly took nothing are retried (see `classify_failure`).
+        let label = retry::Label {
+            provider: self.name(),
+            action: "sms send",
+        };
+        let outcome = retry::run(&self.retry, None, label, |t| self.attempt(&form, t)).await;
+        let (result, attempts) = (outcome.result, outcome.attempts);
         match &result {
             Ok(sent) => tracing::info!(
                 provider_id = %sent.provider_id,
@@ -196,7 +206,7 @@ fn read_message(body: &str) -> Option<SentSms> {
 /// above all) came after the request left: Twilio may have queued the message, and it has no
 /// idempotency key, so another attempt could text the customer twice. Those are returned for
 /// the caller to reconcile (status callback or a lookup) before it sends again.
-fn transport_failure(error: reqwest::Error) -> Failure {
+fn transport_failure(error: reqwest::Error) -> Failure<SmsError> {
     // The URL is left out: it names the account.
     let error = error.without_url();
     if error.is_connect() {
@@ -213,7 +223,7 @@ fn transport_failure(error: reqwest::Error) -> Failure {
     maybe_sent(None, &error)
 }
 
-fn maybe_sent(status: Option<u16>, error: &reqwest::Error) -> Failure {
+fn maybe_sent(status: Option<u16>, error: &reqwest::Error) -> Failure<SmsError> {
     let what = if error.is_timeout() {
         "timed out"
     } else {

@@ -1,5 +1,6 @@
 //! A loopback HTTP server that plays a provider: it answers a scripted sequence of responses
-//! (the last one repeats forever), records every request, and counts calls.
+//! (the last one repeats forever), or judges each request body the way a real server would;
+//! it records every request and counts calls.
 
 use axum::{
     Router,
@@ -50,9 +51,13 @@ pub struct Recorded {
     pub body: Value,
 }
 
+/// Answers a request body as a particular server would.
+pub type Judge = fn(&Value) -> Reply;
+
 #[derive(Default)]
 struct Shared {
     script: Mutex<VecDeque<Reply>>,
+    judge: Option<Judge>,
     requests: Mutex<Vec<Recorded>>,
 }
 
@@ -65,10 +70,24 @@ pub struct FakeProvider {
 impl FakeProvider {
     pub async fn start(script: Vec<Reply>) -> Self {
         assert!(!script.is_empty(), "a fake needs at least one reply");
-        let shared = Arc::new(Shared {
+        Self::serve(Shared {
             script: Mutex::new(script.into()),
-            requests: Mutex::default(),
-        });
+            ..Shared::default()
+        })
+        .await
+    }
+
+    /// A server that answers each request by what its body asks for.
+    pub async fn judging(judge: Judge) -> Self {
+        Self::serve(Shared {
+            judge: Some(judge),
+            ..Shared::default()
+        })
+        .await
+    }
+
+    async fn serve(shared: Shared) -> Self {
+        let shared = Arc::new(shared);
         let app = Router::new().fallback(answer).with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -101,12 +120,15 @@ async fn answer(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     shared.requests.lock().expect("lock").push(Recorded {
         path: uri.path().to_owned(),
         headers,
-        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        body: body.clone(),
     });
-    let reply = {
+    let reply = if let Some(judge) = shared.judge {
+        judge(&body)
+    } else {
         let mut script = shared.script.lock().expect("lock");
         if script.len() > 1 {
             script.pop_front().expect("a scripted reply")

@@ -78,9 +78,13 @@ async fn openai_valid_answer_is_parsed_with_usage_from_a_strict_schema_request()
     assert_eq!(format["json_schema"]["name"], "grove_diagnose_growth");
     assert_eq!(format["json_schema"]["strict"], true);
     assert_eq!(format["json_schema"]["schema"], schema());
-    assert_eq!(body["max_completion_tokens"], 800);
-    // Not OpenAI's host, so the field older self-hosted servers read is sent too.
+    // Not OpenAI's or Azure's host: exactly one budget field, the one self-hosted servers read.
     assert_eq!(body["max_tokens"], 800);
+    assert!(body.get("max_completion_tokens").is_none(), "{body}");
+    assert_eq!(
+        body["temperature"],
+        json!(grove_common::config::DEFAULT_TEMPERATURE)
+    );
     logs.assert_clean("llm call completed");
 }
 

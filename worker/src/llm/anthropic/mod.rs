@@ -1,15 +1,19 @@
 //! Anthropic Messages. The schema goes in `output_config.format` (structured outputs, GA since
-//! 2026-01); models or gateways that do not know that field get forced tool use instead.
+//! 2026-01); models or gateways that do not know that field get forced tool use instead. With
+//! `LLM_STRUCTURED=prompt` the schema travels in the system prompt alone.
 
-use super::error::clip;
-use super::retry::{Failure, with_retries};
-use super::transport::{self, RawResponse};
-use super::{LlmError, LlmProvider, LlmRequest, LlmResponse, RetryPolicy, Usage, parse_model_json};
-use grove_common::config::Secret;
+mod answer;
+
+use super::structured;
+use super::transport::{self, with_retries};
+use super::{LlmError, LlmProvider, LlmRequest, LlmResponse, RetryPolicy, Usage};
+use crate::retry::Failure;
+use answer::read_answer;
+use grove_common::config::{LlmConfig, StructuredOutput};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 const API_VERSION: &str = "2023-06-01";
 const TOOL_DESCRIPTION: &str =
@@ -21,6 +25,8 @@ enum Mode {
     Native,
     /// One forced tool whose `input_schema` is the schema: the answer is the `tool_use` input.
     Tool,
+    /// The schema in the system prompt; JSON text in the first text block.
+    Prompt,
 }
 
 pub struct AnthropicProvider {
@@ -30,20 +36,18 @@ pub struct AnthropicProvider {
     headers: HeaderMap,
     model: String,
     retry: RetryPolicy,
+    temperature: Option<f32>,
+    /// `LLM_STRUCTURED=prompt`: never ask the API to enforce the schema.
+    prompt_only: bool,
     /// Set when the API said it does not support `output_config`, so later calls skip the probe.
     tool_fallback: AtomicBool,
 }
 
 impl AnthropicProvider {
-    /// `base_url` is the host root, e.g. `https://api.anthropic.com`.
-    pub fn new(
-        base_url: &str,
-        api_key: Option<Secret>,
-        model: &str,
-        retry: RetryPolicy,
-    ) -> Result<Self, LlmError> {
+    /// `config.base_url` is the host root, e.g. `https://api.anthropic.com`.
+    pub fn new(config: &LlmConfig, retry: RetryPolicy) -> Result<Self, LlmError> {
         // Tolerate a base URL that already ends in the version, a common copy-paste.
-        let base = base_url.trim_end_matches('/');
+        let base = config.base_url.trim_end_matches('/');
         let base = base.strip_suffix("/v1").unwrap_or(base);
         let url = transport::endpoint(base, "/v1/messages")?;
         let mut headers = HeaderMap::new();
@@ -51,7 +55,7 @@ impl AnthropicProvider {
             HeaderName::from_static("anthropic-version"),
             HeaderValue::from_static(API_VERSION),
         );
-        if let Some(key) = api_key {
+        if let Some(key) = &config.api_key {
             let mut value = HeaderValue::from_str(key.expose()).map_err(|_| LlmError::Config {
                 message: "LLM_API_KEY contains characters an HTTP header cannot carry".into(),
             })?;
@@ -62,8 +66,10 @@ impl AnthropicProvider {
             client: transport::client(retry.request_timeout)?,
             url,
             headers,
-            model: model.to_owned(),
+            model: config.model.clone(),
             retry,
+            temperature: config.temperature,
+            prompt_only: config.structured == StructuredOutput::Prompt,
             tool_fallback: AtomicBool::new(false),
         })
     }
@@ -79,8 +85,15 @@ impl AnthropicProvider {
             "max_tokens": request.max_output_tokens,
             "messages": messages,
         });
-        if !request.system.is_empty() {
-            body["system"] = json!(request.system);
+        if let Some(t) = self.temperature {
+            body["temperature"] = json!(t);
+        }
+        let system = match mode {
+            Mode::Prompt => structured::schema_in_prompt(&request.system, &request.schema),
+            _ => request.system.clone(),
+        };
+        if !system.is_empty() {
+            body["system"] = json!(system);
         }
         match mode {
             Mode::Native => {
@@ -95,19 +108,20 @@ impl AnthropicProvider {
                 }]);
                 body["tool_choice"] = json!({"type": "tool", "name": request.schema_name});
             }
+            Mode::Prompt => {}
         }
         body
     }
 
-    async fn attempt(&self, body: &Value, mode: Mode) -> Result<(Value, Usage), Failure> {
-        let raw = transport::post_json(
-            &self.client,
-            &self.url,
-            self.headers.clone(),
-            body,
-            self.retry.request_timeout,
-        )
-        .await?;
+    async fn attempt(
+        &self,
+        body: &Value,
+        mode: Mode,
+        timeout: Duration,
+    ) -> Result<(Value, Usage), Failure<LlmError>> {
+        let raw =
+            transport::post_json(&self.client, &self.url, self.headers.clone(), body, timeout)
+                .await?;
         read_answer(&raw, mode).map_err(Failure::Final)
     }
 
@@ -118,7 +132,10 @@ impl AnthropicProvider {
         mode: Mode,
     ) -> (Result<(Value, Usage), LlmError>, u32) {
         let body = self.body(request, mode);
-        with_retries(&self.retry, self.name(), || self.attempt(&body, mode)).await
+        with_retries(&self.retry, request.deadline, self.name(), |t| {
+            self.attempt(&body, mode, t)
+        })
+        .await
     }
 }
 
@@ -132,7 +149,11 @@ impl LlmProvider for AnthropicProvider {
     async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let mut attempts = 0;
         let mut outcome = None;
-        if !self.tool_fallback.load(Ordering::Relaxed) {
+        if self.prompt_only {
+            let (result, made) = self.call(request, Mode::Prompt).await;
+            attempts += made;
+            outcome = Some(result);
+        } else if !self.tool_fallback.load(Ordering::Relaxed) {
             let (result, made) = self.call(request, Mode::Native).await;
             attempts += made;
             match result {
@@ -155,18 +176,7 @@ impl LlmProvider for AnthropicProvider {
                 result
             }
         };
-        let (json, usage) = result?;
-        tracing::debug!(
-            attempts,
-            input_tokens = usage.input_tokens,
-            output_tokens = usage.output_tokens,
-            "llm call completed"
-        );
-        Ok(LlmResponse {
-            json,
-            usage,
-            attempts,
-        })
+        LlmResponse::finish(result, attempts)
     }
 }
 
@@ -196,97 +206,6 @@ fn format_unsupported(message: &str) -> bool {
     .any(|p| m.contains(p));
     let about_schema = m.replace("json_schema", "").contains("schema");
     about_format && unsupported && !about_schema
-}
-
-#[derive(Deserialize)]
-struct MessagesResponse {
-    #[serde(default)]
-    content: Vec<Block>,
-    #[serde(default)]
-    stop_reason: Option<String>,
-    #[serde(default)]
-    usage: Option<MessagesUsage>,
-}
-
-#[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Block {
-    Text {
-        #[serde(default)]
-        text: String,
-    },
-    ToolUse {
-        #[serde(default)]
-        input: Value,
-    },
-    #[serde(other)]
-    Other,
-}
-
-#[derive(Deserialize)]
-struct MessagesUsage {
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens: Option<u64>,
-    #[serde(default)]
-    cache_creation_input_tokens: Option<u64>,
-    #[serde(default)]
-    cache_read_input_tokens: Option<u64>,
-}
-
-/// Maps one successful HTTP answer to the model's JSON, or to the error that says why there is none.
-fn read_answer(raw: &RawResponse, mode: Mode) -> Result<(Value, Usage), LlmError> {
-    let invalid = |message: &str, usage| LlmError::InvalidOutput {
-        message: message.to_owned(),
-        usage,
-    };
-    let response: MessagesResponse = serde_json::from_str(&raw.body)
-        .map_err(|_| invalid("the body is not a Messages response", Usage::default()))?;
-    // Cached prompt tokens are input too (billed at other rates): the total is the sum of all three.
-    let usage = response.usage.map_or_else(Usage::default, |u| Usage {
-        input_tokens: [
-            u.input_tokens,
-            u.cache_creation_input_tokens,
-            u.cache_read_input_tokens,
-        ]
-        .into_iter()
-        .flatten()
-        .fold(0u64, u64::saturating_add),
-        output_tokens: u.output_tokens.unwrap_or(0),
-    });
-    let first_text = response.content.iter().find_map(|b| match b {
-        Block::Text { text } if !text.trim().is_empty() => Some(text.as_str()),
-        _ => None,
-    });
-    match response.stop_reason.as_deref() {
-        Some("max_tokens" | "model_context_window_exceeded") => {
-            return Err(LlmError::Truncated { usage });
-        }
-        Some("refusal") => {
-            let message = clip(
-                first_text
-                    .unwrap_or("the model declined to answer")
-                    .to_owned(),
-            );
-            return Err(LlmError::Refusal { message, usage });
-        }
-        _ => {}
-    }
-    match mode {
-        Mode::Native => {
-            let text = first_text.ok_or_else(|| invalid("the answer has no text block", usage))?;
-            Ok((parse_model_json(text, usage)?, usage))
-        }
-        Mode::Tool => response
-            .content
-            .into_iter()
-            .find_map(|b| match b {
-                Block::ToolUse { input } if !input.is_null() => Some((input, usage)),
-                _ => None,
-            })
-            .ok_or_else(|| invalid("the answer has no tool_use block", usage)),
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,70 @@
+//! One model answer judged: delivered as it is, delivered after safe repairs, or sent back with
+//! every schema and rule problem it has, in one list.
+
+use crate::envelope::{self, Repair};
+use crate::llm::Usage;
+use grove_common::catalog::{CoachId, Mode};
+use grove_common::schema::{SchemaDoc, Violation};
+use serde_json::Value;
+
+pub(super) enum Verdict {
+    Deliver {
+        envelope: Value,
+        /// The safe repairs it took (empty for an answer delivered as written).
+        repairs: Vec<Repair>,
+    },
+    /// Every problem of the model's own answer: schema violations first, then broken rules.
+    Reask(Vec<Violation>),
+}
+
+/// What an answer is judged against: who asked, what for, and the published response schema.
+pub(super) struct Judge<'a> {
+    pub coach: CoachId,
+    pub mode: &'static Mode,
+    pub request: &'a Value,
+    pub response: &'a SchemaDoc,
+    pub receipt: &'a Value,
+}
+
+impl Judge<'_> {
+    pub(super) fn verdict(&self, mut answer: Value, usage: Usage) -> Verdict {
+        let mut repairs = envelope::enum_case(self.response.json(), &mut answer);
+        let mut env = envelope::assemble(
+            self.coach,
+            self.mode,
+            self.request,
+            answer,
+            (usage.input_tokens, usage.output_tokens),
+            self.receipt.clone(),
+        );
+        let problems = self.problems(&env);
+        if problems.is_empty() {
+            return Verdict::Deliver {
+                envelope: env,
+                repairs,
+            };
+        }
+        let (more, left) =
+            envelope::safe_repairs(self.response.json(), &mut env, |e| self.problems(e));
+        if left.is_empty() && !more.is_empty() {
+            repairs.extend(more);
+            return Verdict::Deliver {
+                envelope: env,
+                repairs,
+            };
+        }
+        Verdict::Reask(problems)
+    }
+
+    /// Schema and rule problems together: the rule checks read every field defensively, so they
+    /// run on an envelope the schema rejects too, and one re-ask can name everything.
+    fn problems(&self, env: &Value) -> Vec<Violation> {
+        let mut all = self.response.violations(env);
+        for v in envelope::check(self.mode, self.request, env) {
+            if !all.contains(&v) {
+                all.push(v);
+            }
+        }
+        all
+    }
+}

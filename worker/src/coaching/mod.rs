@@ -1,0 +1,239 @@
+//! The coaching engine: prompt the model, judge its answer against the published schema and the
+//! rules a schema cannot state, repair what is safe to repair, re-ask with every problem at
+//! once, and sum usage over every model call, failed ones included. One deadline, below
+//! `CALL_DEADLINE_S`, bounds the whole call: the model calls, their transport retries and the
+//! re-asks.
+
+mod judge;
+mod replay;
+
+use crate::{
+    envelope,
+    llm::{ChatMessage, LlmError, LlmProvider, LlmRequest, Usage},
+    prompts,
+};
+use grove_common::{
+    catalog::{self, ByMode, CoachId, MODES, ModeId},
+    config::LlmProviderKind,
+    db::{calls, entities::call},
+    receipt,
+    schema::SchemaRegistry,
+};
+use judge::{Judge, Verdict};
+use sea_orm::{DatabaseConnection, DbErr};
+use serde_json::Value;
+use std::{sync::Arc, time::Duration};
+use tokio::time::Instant;
+
+/// One first answer plus at most two more: re-asks, or the one retry of a cut-off answer.
+pub const MAX_MODEL_CALLS: usize = 3;
+const MAX_OUTPUT_TOKENS: u32 = 4096;
+/// The budget of the one retry after an answer cut off at [`MAX_OUTPUT_TOKENS`].
+const TRUNCATED_RETRY_TOKENS: u32 = 8192;
+
+pub enum Outcome {
+    Completed {
+        envelope: Value,
+        usage: Usage,
+        model_calls: u32,
+    },
+    Failed {
+        reason: String,
+    },
+}
+
+pub struct Engine {
+    llm: Arc<dyn LlmProvider>,
+    schemas: Arc<SchemaRegistry>,
+    /// The schema each mode's answer is constrained to, in the form this provider enforces.
+    provider_schemas: ByMode<Value>,
+    /// How long one run may take: `CALL_DEADLINE_S` less the time the API needs to answer.
+    budget: Duration,
+}
+
+impl Engine {
+    /// `call_deadline` is `CALL_DEADLINE_S`: how long the API waits for the result.
+    pub fn new(
+        llm: Arc<dyn LlmProvider>,
+        schemas: Arc<SchemaRegistry>,
+        provider: LlmProviderKind,
+        call_deadline: Duration,
+    ) -> Self {
+        let provider_schemas = MODES.map(|id, _| {
+            let published = schemas.mode(id).response.json();
+            envelope::provider_schema(&envelope::model_schema(published), provider)
+        });
+        // A tenth of the deadline, at least half a second and at most five, is left for storing
+        // the result and the API's answer.
+        let margin = (call_deadline / 10).clamp(Duration::from_millis(500), Duration::from_secs(5));
+        Self {
+            llm,
+            schemas,
+            provider_schemas,
+            budget: call_deadline.saturating_sub(margin),
+        }
+    }
+
+    /// When this run must be over. A first run gets what is left of the budget since the call
+    /// was paid for (settlement and the queue took the rest), but at least half of it: a run
+    /// that starts late (a slow settlement, a backlog, a crashed worker's job taken over) is past
+    /// the API's wait anyway, and its client collects the result from the receipt. A free re-run
+    /// starts with the request that asked for it, so it gets the whole budget.
+    fn deadline_for(&self, call: &call::Model) -> Instant {
+        let granted = if call.runs == 0 {
+            let age = (chrono::Utc::now() - call.created_at)
+                .to_std()
+                .unwrap_or(Duration::ZERO);
+            self.budget.saturating_sub(age).max(self.budget / 2)
+        } else {
+            self.budget
+        };
+        Instant::now() + granted
+    }
+
+    pub async fn answer(
+        &self,
+        db: &DatabaseConnection,
+        call: &call::Model,
+    ) -> Result<Outcome, DbErr> {
+        let deadline = self.deadline_for(call);
+        // The API stored ids it had parsed; parsing them again here is the worker's own edge.
+        let coach = call.agent.as_deref().and_then(|a| CoachId::parse(a).ok());
+        let mode = call.mode.as_deref().and_then(|m| ModeId::parse(m).ok());
+        let (Some(coach), Some(mode)) = (coach, mode) else {
+            return Ok(Outcome::Failed {
+                reason: "call record names no known coach and mode".into(),
+            });
+        };
+        let (coach, mode) = (catalog::coach(coach), catalog::mode(mode));
+        let request = &call.request;
+        let missing = envelope::missing_recommended(mode, request);
+        let ceiling = envelope::confidence_ceiling(mode, request);
+        let (mut system, conversation) = prompts::build(coach, mode, request, &missing, ceiling);
+        let mut messages: Vec<ChatMessage> = conversation
+            .into_iter()
+            .map(|(role, text)| {
+                if role == prompts::ASSISTANT {
+                    ChatMessage::assistant(text)
+                } else {
+                    ChatMessage::user(text)
+                }
+            })
+            .collect();
+        let receipt = receipt::json(&call.receipt_id, call.created_at);
+        let judge = Judge {
+            coach: coach.id,
+            mode,
+            request,
+            response: &self.schemas.mode(mode.id).response,
+            receipt: &receipt,
+        };
+        let stored = calls::model_calls(db, call.id, call.runs).await?;
+
+        let mut usage = Usage::default();
+        let mut budget = MAX_OUTPUT_TOKENS;
+        let mut last_problem = String::from("no answer");
+        for seq in 0..MAX_MODEL_CALLS {
+            let answer = match stored.get(seq) {
+                Some(rec) => replay::replayed(rec),
+                None => {
+                    let req = LlmRequest {
+                        system: system.clone(),
+                        messages: messages.clone(),
+                        schema_name: format!("grove_{}", mode.id),
+                        schema: self.provider_schemas[mode.id].clone(),
+                        max_output_tokens: budget,
+                        deadline: Some(deadline),
+                    };
+                    let result = self.llm.complete(&req).await;
+                    replay::record(db, call, seq, &result).await?;
+                    result.map(|r| (r.json, r.usage))
+                }
+            };
+            let model_calls = u32::try_from(seq + 1).unwrap_or(u32::MAX);
+            match answer {
+                Ok((json, used)) => {
+                    usage += used;
+                    match judge.verdict(json.clone(), usage) {
+                        Verdict::Deliver { envelope, repairs } => {
+                            for r in &repairs {
+                                tracing::info!(call_id = %call.id, seq, path = %r.path, repair = r.what, "safe repair made");
+                            }
+                            return Ok(Outcome::Completed {
+                                envelope,
+                                usage,
+                                model_calls,
+                            });
+                        }
+                        Verdict::Reask(problems) => {
+                            last_problem = format!(
+                                "{} problem(s), first: {} {}",
+                                problems.len(),
+                                problems[0].path,
+                                problems[0].message
+                            );
+                            tracing::info!(call_id = %call.id, seq, problems = problems.len(), "model answer failed validation; re-asking");
+                            messages.push(ChatMessage::assistant(json.to_string()));
+                            messages.push(ChatMessage::user(envelope::reask_message(&problems)));
+                        }
+                    }
+                }
+                Err(LlmError::InvalidOutput {
+                    message,
+                    text,
+                    usage: used,
+                }) => {
+                    usage += used;
+                    tracing::info!(call_id = %call.id, seq, error = %message, "model answer is not JSON; re-asking");
+                    last_problem = "the answer was not valid JSON".into();
+                    if !text.is_empty() {
+                        messages.push(ChatMessage::assistant(text.clone()));
+                    }
+                    messages.push(ChatMessage::user(envelope::invalid_json_message(
+                        &message,
+                        !text.is_empty(),
+                    )));
+                }
+                Err(LlmError::Truncated { usage: used }) if budget == MAX_OUTPUT_TOKENS => {
+                    usage += used;
+                    tracing::info!(call_id = %call.id, seq, "model answer cut off; asking once more for a shorter one");
+                    last_problem = "the answer was cut off at the output limit".into();
+                    budget = TRUNCATED_RETRY_TOKENS;
+                    system = format!("{system}\n\n{}", envelope::SHORTER_ANSWER);
+                }
+                Err(e) => {
+                    usage += e.usage();
+                    return Ok(failed(call, describe(&e), usage));
+                }
+            }
+        }
+        let reason =
+            format!("model answer still invalid after {MAX_MODEL_CALLS} attempts: {last_problem}");
+        Ok(failed(call, reason, usage))
+    }
+}
+
+/// A failed call: its tokens are logged (and stored per model call), never lost.
+fn failed(call: &call::Model, reason: String, usage: Usage) -> Outcome {
+    tracing::warn!(call_id = %call.id, %reason, input_tokens = usage.input_tokens,
+        output_tokens = usage.output_tokens, "coaching call produced no deliverable answer");
+    Outcome::Failed { reason }
+}
+
+fn describe(e: &LlmError) -> String {
+    match e {
+        LlmError::Refusal { .. } => "model_refused".into(),
+        LlmError::Truncated { .. } => "model_output_truncated".into(),
+        LlmError::Quota { .. } => "model_quota_exhausted".into(),
+        LlmError::Deadline { .. } => "model_deadline_exceeded".into(),
+        LlmError::Auth { status, .. } => format!("model_auth_failed:{status}"),
+        LlmError::BadRequest { status, .. } => format!("model_rejected_request:{status}"),
+        LlmError::Upstream { status, .. } => format!(
+            "model_unavailable:{}",
+            status
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "network".into())
+        ),
+        other => format!("model_error:{other}"),
+    }
+}

@@ -1,0 +1,82 @@
+//! Each model answer that cost tokens is stored the moment it arrives (keyed by call, run and
+//! sequence), so a job that runs again after a crash replays it instead of paying twice, and
+//! takes the same path through the loop (the same re-ask, the same larger budget).
+
+use crate::llm::{LlmError, LlmResponse, Usage};
+use grove_common::db::{
+    calls,
+    entities::{call, model_call},
+};
+use sea_orm::{DatabaseConnection, DbErr};
+use serde_json::{Value, json};
+
+/// One model call's answer: its JSON and tokens, or why there is none.
+pub(super) type Answer = Result<(Value, Usage), LlmError>;
+
+/// Rebuilds an answer stored by an earlier (crashed) run of this job.
+pub(super) fn replayed(rec: &model_call::Model) -> Answer {
+    let usage = Usage {
+        input_tokens: u64::try_from(rec.input_tokens).unwrap_or_default(),
+        output_tokens: u64::try_from(rec.output_tokens).unwrap_or_default(),
+    };
+    if let Some(json) = rec.outcome.get("ok") {
+        return Ok((json.clone(), usage));
+    }
+    let text = |key: &str| {
+        rec.outcome
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    Err(match rec.outcome.get("error").and_then(Value::as_str) {
+        Some("truncated") => LlmError::Truncated { usage },
+        Some("refused") => LlmError::Refusal {
+            message: text("message"),
+            usage,
+        },
+        _ => LlmError::InvalidOutput {
+            message: text("message"),
+            text: text("text"),
+            usage,
+        },
+    })
+}
+
+/// Stores a model answer that cost tokens: a JSON answer, one that did not parse, one cut off at
+/// the output limit, a refusal. Failures that cost nothing (transport, deadline) are not stored,
+/// so a re-run asks the model afresh.
+pub(super) async fn record(
+    db: &DatabaseConnection,
+    call: &call::Model,
+    seq: usize,
+    result: &Result<LlmResponse, LlmError>,
+) -> Result<(), DbErr> {
+    let seq = i32::try_from(seq).unwrap_or(i32::MAX);
+    let (outcome, usage, attempts) = match result {
+        Ok(r) => (json!({"ok": r.json}), r.usage, r.attempts),
+        Err(e) => {
+            let outcome = match e {
+                LlmError::InvalidOutput { message, text, .. } => {
+                    json!({"error": "invalid_output", "message": message, "text": text})
+                }
+                LlmError::Truncated { .. } => json!({"error": "truncated"}),
+                LlmError::Refusal { message, .. } => {
+                    json!({"error": "refused", "message": message})
+                }
+                _ => return Ok(()),
+            };
+            (outcome, e.usage(), 1)
+        }
+    };
+    calls::record_model_call(
+        db,
+        call.id,
+        call.runs,
+        seq,
+        outcome,
+        (usage.input_tokens, usage.output_tokens),
+        attempts,
+    )
+    .await
+}

@@ -1,0 +1,200 @@
+//! OpenAI-compatible Chat Completions: OpenAI itself, Azure OpenAI, vLLM, llama.cpp's server,
+//! Ollama's `/v1`. With `LLM_STRUCTURED=strict` the schema goes in `response_format.json_schema`
+//! with `strict: true`; a server that says it cannot do that gets `json_object`, then the schema
+//! in the prompt alone (see `structured`).
+
+mod answer;
+
+use super::structured::{self, Ladder};
+use super::transport::{self, with_retries};
+use super::{LlmError, LlmProvider, LlmRequest, LlmResponse, RetryPolicy, Usage};
+use crate::retry::Failure;
+use grove_common::config::{LlmConfig, MaxTokensField, StructuredOutput};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+pub struct OpenAiProvider {
+    client: reqwest::Client,
+    url: String,
+    /// Built once; the key inside is marked sensitive so no header dump can print it.
+    headers: HeaderMap,
+    model: String,
+    retry: RetryPolicy,
+    /// `max_tokens` or `max_completion_tokens`: exactly one is sent.
+    max_tokens_field: &'static str,
+    temperature: Option<f32>,
+    structured: Ladder,
+}
+
+impl OpenAiProvider {
+    /// `config.base_url` includes the version prefix: `https://api.openai.com/v1`,
+    /// `http://localhost:8000/v1`, `https://{resource}.openai.azure.com/openai/v1`. No key: no
+    /// `Authorization` header (self-hosted servers).
+    pub fn new(config: &LlmConfig, retry: RetryPolicy) -> Result<Self, LlmError> {
+        let url = transport::endpoint(&config.base_url, "/chat/completions")?;
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &config.api_key {
+            let mut value =
+                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+                    LlmError::Config {
+                        message: "LLM_API_KEY contains characters an HTTP header cannot carry"
+                            .into(),
+                    }
+                })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        let max_tokens_field = max_tokens_field(config.max_tokens_field, &url);
+        tracing::debug!(
+            max_tokens_field,
+            structured = ?config.structured,
+            "openai-compatible client ready"
+        );
+        Ok(Self {
+            client: transport::client(retry.request_timeout)?,
+            url,
+            headers,
+            model: config.model.clone(),
+            retry,
+            max_tokens_field,
+            temperature: config.temperature,
+            structured: Ladder::new(config.structured),
+        })
+    }
+
+    fn body(&self, request: &LlmRequest, mode: StructuredOutput) -> Value {
+        let system = match mode {
+            StructuredOutput::Strict => request.system.clone(),
+            _ => structured::schema_in_prompt(&request.system, &request.schema),
+        };
+        let mut messages = Vec::with_capacity(request.messages.len() + 1);
+        if !system.is_empty() {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        messages.extend(
+            request
+                .messages
+                .iter()
+                .map(|m| json!({"role": m.role.as_str(), "content": m.content})),
+        );
+        let mut body = json!({"model": self.model, "messages": messages});
+        body[self.max_tokens_field] = json!(request.max_output_tokens);
+        if let Some(t) = self.temperature {
+            body["temperature"] = json!(t);
+        }
+        match mode {
+            StructuredOutput::Strict => {
+                body["response_format"] = json!({
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": request.schema_name,
+                        "strict": true,
+                        "schema": request.schema,
+                    },
+                });
+            }
+            StructuredOutput::JsonObject => {
+                body["response_format"] = json!({"type": "json_object"});
+            }
+            StructuredOutput::Prompt => {}
+        }
+        body
+    }
+
+    async fn attempt(
+        &self,
+        body: &Value,
+        timeout: Duration,
+    ) -> Result<(Value, Usage), Failure<LlmError>> {
+        let raw =
+            transport::post_json(&self.client, &self.url, self.headers.clone(), body, timeout)
+                .await?;
+        answer::read_answer(&raw).map_err(Failure::Final)
+    }
+}
+
+/// `auto`: OpenAI's own API and Azure OpenAI take `max_completion_tokens` (their reasoning
+/// models refuse `max_tokens`); every other server gets `max_tokens`, the field vLLM, Ollama and
+/// llama.cpp read.
+fn max_tokens_field(setting: MaxTokensField, url: &str) -> &'static str {
+    match setting {
+        MaxTokensField::MaxTokens => "max_tokens",
+        MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+        MaxTokensField::Auto => {
+            let host = reqwest::Url::parse(url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+                .unwrap_or_default();
+            if host == "api.openai.com" || host.ends_with(".openai.azure.com") {
+                "max_completion_tokens"
+            } else {
+                "max_tokens"
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl LlmProvider for OpenAiProvider {
+    fn name(&self) -> &'static str {
+        "openai"
+    }
+
+    #[tracing::instrument(name = "llm.complete", skip_all, fields(provider = "openai", model = %self.model, schema = %request.schema_name))]
+    async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        let mut attempts = 0;
+        let result = loop {
+            let mode = self.structured.current();
+            let body = self.body(request, mode);
+            let (result, made) = with_retries(&self.retry, request.deadline, self.name(), |t| {
+                self.attempt(&body, t)
+            })
+            .await;
+            attempts += made;
+            match result {
+                Err(LlmError::BadRequest { status, message })
+                    if structured::rejected(mode, status, &message) =>
+                {
+                    let Some(next) = self.structured.step_down(mode, None) else {
+                        break Err(LlmError::BadRequest { status, message });
+                    };
+                    tracing::warn!(model = %self.model, from = ?mode, to = ?next, error = %message,
+                        "the server cannot do this structured-output mode; stepping down for the rest of the process");
+                }
+                other => break other,
+            }
+        };
+        LlmResponse::finish(result, attempts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_picks_max_completion_tokens_only_for_openai_and_azure_hosts() {
+        let auto = |url| max_tokens_field(MaxTokensField::Auto, url);
+        assert_eq!(
+            auto("https://api.openai.com/v1/chat/completions"),
+            "max_completion_tokens"
+        );
+        assert_eq!(
+            auto("https://my-res.openai.azure.com/openai/v1/chat/completions"),
+            "max_completion_tokens"
+        );
+        for url in [
+            "http://127.0.0.1:8000/v1/chat/completions",
+            "http://localhost:11434/v1/chat/completions",
+            "https://openrouter.ai/api/v1/chat/completions",
+            "https://api.openai.com.evil.example/v1/chat/completions",
+        ] {
+            assert_eq!(auto(url), "max_tokens", "{url}");
+        }
+        assert_eq!(
+            max_tokens_field(MaxTokensField::MaxCompletionTokens, "http://127.0.0.1/v1"),
+            "max_completion_tokens"
+        );
+    }
+}
