@@ -50,6 +50,9 @@ pub enum Reply {
     Valid,
     /// A valid answer after a delay (a slow model).
     Slow(Duration),
+    /// A valid answer once the test calls [`FakeLlm::release`] (a model whose answer the test
+    /// times by a condition, not a clock).
+    Held,
     /// This JSON as the answer (to script invalid answers).
     Answer(Value),
     NotJson,
@@ -67,6 +70,7 @@ struct Inner {
     received: AtomicUsize,
     completed: AtomicUsize,
     bodies: Mutex<Vec<Value>>,
+    released: tokio::sync::watch::Sender<bool>,
 }
 
 #[derive(Clone)]
@@ -129,6 +133,11 @@ impl FakeLlm {
             .unwrap_or_default()
     }
 
+    /// Lets every `Reply::Held` answer, now and later.
+    pub fn release(&self) {
+        self.inner.released.send_replace(true);
+    }
+
     pub fn usage_per_call() -> (u64, u64) {
         (USAGE_IN, USAGE_OUT)
     }
@@ -164,6 +173,11 @@ async fn resolve(inner: &Inner, reply: Reply, mode: Option<&str>) -> Result<Valu
         Reply::Valid => Ok(valid()),
         Reply::Slow(d) => {
             tokio::time::sleep(d).await;
+            Ok(valid())
+        }
+        Reply::Held => {
+            let mut released = inner.released.subscribe();
+            let _ = released.wait_for(|r| *r).await;
             Ok(valid())
         }
         Reply::Answer(v) => Ok(v),

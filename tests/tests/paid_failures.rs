@@ -172,14 +172,16 @@ async fn the_anthropic_wire_format_works_end_to_end() {
 #[tokio::test]
 async fn past_the_deadline_the_call_answers_504_with_a_receipt_and_finishes_later() {
     // The engine never runs past CALL_DEADLINE_S itself, so what outlives the API's wait is a
-    // call that started late: here its settlement took longer than the whole deadline.
+    // call that started late: here its settlement took longer than the whole deadline. The model
+    // holds its answer until the 504 is seen, so the job cannot finish before the API answers.
     let rig = spawn_paid(Options {
-        deadline_s: 1,
+        deadline_s: 2,
         ..Default::default()
     })
     .await;
     rig.facilitator
-        .script(SettleScript::Slow(Duration::from_millis(1500)));
+        .script(SettleScript::Slow(Duration::from_millis(2500)));
+    rig.llm.script([Reply::Held]);
     let body = caller_body("diagnose_growth");
     let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
     let first = rig.spawn_paid_call(PATH, &body, &payment);
@@ -203,6 +205,7 @@ async fn past_the_deadline_the_call_answers_504_with_a_receipt_and_finishes_late
     );
     let err = error_of(r).await;
     assert_eq!(err["error"]["code"], "still_running");
+    rig.llm.release();
     let receipt_url = err["error"]["receipt"]["url"]
         .as_str()
         .expect("receipt")
