@@ -233,6 +233,15 @@ async fn the_tools_are_the_sixteen_modes_and_the_review_request_with_schemas_and
         .await
         .expect("skill");
     assert_eq!(report["results"][1]["contents"][0]["text"], skill);
+    assert!(skill.contains(&format!("{}/mcp", grove_tests::BASE_URL)));
+    assert!(
+        skill.contains("x402/payment"),
+        "the skill file shows paying over MCP"
+    );
+    for guide in ["/docs/agents", "/docs/actions"] {
+        let html = rig.app.get(guide).await.text().await.expect("guide");
+        assert!(html.contains("id=\"mcp\""), "{guide} has an MCP section");
+    }
 }
 
 #[tokio::test]
