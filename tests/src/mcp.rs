@@ -2,6 +2,10 @@
 //! `x402`, pinned and installed by `scripts/mcp-client` into `target/mcp-client-venv`. The Python
 //! side (`tests/mcp/client.py`) only acts and reports; the tests assert.
 
+use crate::{
+    db,
+    paid::{Options, PaidApp, spawn_paid},
+};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
@@ -104,4 +108,70 @@ pub fn tool_arguments(body: &Value) -> Value {
         fields.remove("mode");
     }
     arguments
+}
+
+/// The paid rig (loopback facilitator and model) for the MCP tests.
+pub async fn rig() -> PaidApp {
+    rig_with(Options::default()).await
+}
+
+/// The paid rig with `opts`; on PostgreSQL the jobs run through Redis, as in production.
+pub async fn rig_with(opts: Options) -> PaidApp {
+    spawn_paid(Options {
+        redis_workers: usize::from(db::backend() == "postgres"),
+        ..opts
+    })
+    .await
+}
+
+/// A published schema, read from `schemas/`.
+pub fn published(path: &str) -> Value {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../schemas")
+        .join(path);
+    serde_json::from_str(&std::fs::read_to_string(&file).expect("schema file")).expect("JSON")
+}
+
+/// Checks a call result's envelope against `schemas/<path>` and that the text content repeats it.
+pub fn assert_answer_matches(result: &Value, schema_path: &str) {
+    assert_eq!(result["is_error"], false, "{result}");
+    let envelope = &result["structured"];
+    let errors: Vec<String> = crate::compile(&published(schema_path))
+        .iter_errors(envelope)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{schema_path}: {errors:?}");
+    let text: Value =
+        serde_json::from_str(result["text"][0].as_str().expect("text")).expect("JSON");
+    assert_eq!(&text, envelope, "content[0].text carries the same JSON");
+}
+
+/// An x402 v2 PaymentRequired for `tool` at `atomic` USDC units, with `error`.
+pub fn assert_payment_required(result: &Value, tool: &str, atomic: &str, error: &str) {
+    assert_eq!(result["is_error"], true, "{result}");
+    let required = &result["structured"];
+    assert_eq!(required["x402Version"], 2);
+    assert_eq!(required["error"], error);
+    assert_eq!(required["resource"]["url"], format!("mcp://tool/{tool}"));
+    let accepts = required["accepts"].as_array().expect("accepts");
+    assert_eq!(accepts.len(), 1);
+    assert_eq!(accepts[0]["scheme"], "exact");
+    assert_eq!(accepts[0]["network"], "eip155:8453");
+    assert_eq!(accepts[0]["amount"], atomic);
+    assert_eq!(accepts[0]["payTo"], crate::PAY_TO);
+    let text: Value =
+        serde_json::from_str(result["text"][0].as_str().expect("text")).expect("JSON");
+    assert_eq!(&text, required, "content[0].text carries the same JSON");
+}
+
+/// An error result in the HTTP error body with `code`, and nothing an x402 client would pay.
+pub fn assert_refused(result: &Value, code: &str) -> Value {
+    assert_eq!(result["is_error"], true, "{result}");
+    let body = &result["structured"];
+    assert!(
+        body.get("x402Version").is_none() && body.get("accepts").is_none(),
+        "a refusal is not a price: {body}"
+    );
+    assert_eq!(body["error"]["code"], code, "{body}");
+    body["error"].clone()
 }
