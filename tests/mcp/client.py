@@ -1,6 +1,7 @@
 """An off-the-shelf MCP client (PyPI `mcp`) and x402 signer (PyPI `x402`) driven by
-tests/tests/mcp.rs and mcp_paid.rs: it runs the steps it is given against Grove's /mcp and prints what it saw as
-one JSON object. The Rust test makes every assertion; this script only acts and reports.
+tests/tests/mcp.rs and mcp_paid.rs: it runs the steps it is given against Grove's /mcp and prints
+what it saw as one JSON object. The Rust tests make every assertion; this script only acts and
+reports.
 
     client.py <mcp url> '<plan json>'
 

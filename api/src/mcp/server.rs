@@ -99,8 +99,8 @@ impl ServerHandler for GroveMcp {
         };
         let id = request_id_of(&cx);
         let span = tracing::info_span!("mcp.call_tool", request_id = %id, tool = %request.name);
-        // rmcp moves the request's `_meta` into the context.
-        let payment = cx.meta.get(PAYMENT);
+        // rmcp moves the request's `_meta` into the context. A null payment is no payment.
+        let payment = cx.meta.get(PAYMENT).filter(|p| !p.is_null());
         let result = request_id::scope(
             id,
             call::run(
