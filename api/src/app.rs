@@ -303,6 +303,10 @@ fn cors(sandbox_header: &str) -> CorsLayer {
         "idempotency-key",
         sandbox_header,
         request_id::HEADER,
+        // MCP's streamable HTTP transport (`/mcp`).
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
     ]
     .into_iter()
     .filter_map(name)

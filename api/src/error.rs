@@ -177,7 +177,7 @@ impl ApiError {
 
     /// The `Retry-After` of the answers where waiting can help, as the OpenAPI document lists
     /// them (409 `request_in_progress`, 503, 504).
-    fn retry_after_s(&self) -> Option<u64> {
+    pub fn retry_after_s(&self) -> Option<u64> {
         match self {
             ApiError::RequestInProgress { retry_after_s }
             | ApiError::StillRunning { retry_after_s, .. }
@@ -307,13 +307,12 @@ impl ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        if let ApiError::PaymentRequired(challenge) = self {
-            return challenge.into_response();
-        }
-        let status = self.status();
-        if let ApiError::Internal(cause) = &self {
+impl ApiError {
+    /// The body every transport answers this error with: `{"error":{code, message, details,
+    /// request_id[, receipt]}}` (the HTTP response, and an MCP tool's error result). Logs the
+    /// cause of an internal error, which the body never carries.
+    pub fn body(&self) -> serde_json::Value {
+        if let ApiError::Internal(cause) = self {
             tracing::error!(error.cause = %cause, "internal error");
         }
         let (message, details) = self.message_and_details();
@@ -325,11 +324,21 @@ impl IntoResponse for ApiError {
         });
         if let ApiError::UpstreamFailed { receipt }
         | ApiError::StillRunning { receipt, .. }
-        | ApiError::SettlementPending { receipt, .. } = &self
+        | ApiError::SettlementPending { receipt, .. } = self
         {
             error["receipt"] = receipt.clone();
         }
-        let mut response = (status, Json(json!({ "error": error }))).into_response();
+        json!({ "error": error })
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if let ApiError::PaymentRequired(challenge) = self {
+            return challenge.into_response();
+        }
+        let status = self.status();
+        let mut response = (status, Json(self.body())).into_response();
         if let Some(seconds) = self.retry_after_s()
             && let Ok(v) = HeaderValue::from_str(&seconds.to_string())
         {

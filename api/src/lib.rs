@@ -3,6 +3,7 @@
 mod app;
 mod error;
 mod extract;
+mod mcp;
 mod metrics;
 mod paid;
 mod render;

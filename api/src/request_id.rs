@@ -10,6 +10,16 @@ tokio::task_local! {
     static REQUEST_ID: String;
 }
 
+/// The request's id, also kept in the request's extensions: a handler that runs on another task
+/// (the MCP service spawns one per message) re-enters [`scope`] with it.
+#[derive(Clone, Debug)]
+pub struct RequestId(pub String);
+
+/// Runs `fut` as part of the request `id` (for [`current`] and error bodies).
+pub async fn scope<F: std::future::Future>(id: String, fut: F) -> F::Output {
+    REQUEST_ID.scope(id, fut).await
+}
+
 /// The id of the request being handled, or "" outside a request.
 pub fn current() -> String {
     REQUEST_ID.try_with(Clone::clone).unwrap_or_default()
@@ -22,7 +32,7 @@ fn acceptable(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
 }
 
-pub async fn middleware(request: Request, next: Next) -> Response {
+pub async fn middleware(mut request: Request, next: Next) -> Response {
     let id = request
         .headers()
         .get(HEADER)
@@ -36,6 +46,7 @@ pub async fn middleware(request: Request, next: Next) -> Response {
         method = %request.method(),
         path = %request.uri().path(),
     );
+    request.extensions_mut().insert(RequestId(id.clone()));
     let mut response = REQUEST_ID
         .scope(id.clone(), next.run(request).instrument(span.clone()))
         .await;

@@ -7,6 +7,7 @@ pub mod chain;
 pub mod db;
 pub mod facilitator;
 pub mod llm;
+pub mod mcp;
 pub mod paid;
 pub mod queue_rig;
 pub mod review;

@@ -63,3 +63,40 @@ asyncio.run(main())"#
         ),
     )
 }
+
+/// Install line and program for calling a paid tool over MCP (Python 3.10+): PyPI `mcp` lists
+/// and calls the tools; the `x402` package signs the requirements an unpaid call returns, and the
+/// identical call is repeated with the payment in `_meta["x402/payment"]` (x402 MCP transport).
+pub fn mcp_python(mcp_url: &str, tool: &str, arguments: &str) -> (&'static str, String) {
+    (
+        r#"pip install mcp "x402[evm]" eth-account"#,
+        format!(
+            r#"import asyncio, json, os
+from eth_account import Account
+from mcp import Client
+from x402 import PaymentRequired, x402Client
+from x402.mechanisms.evm.exact import register_exact_evm_client
+from x402.mechanisms.evm.signers import EthAccountSigner
+
+ARGS = json.loads(r'''{arguments}''')
+
+async def main():
+    # The key's account pays: it needs USDC on Base.
+    signer = x402Client()
+    register_exact_evm_client(signer, EthAccountSigner(Account.from_key(os.environ["EVM_PRIVATE_KEY"])))
+    async with Client("{mcp_url}") as grove:
+        result = await grove.call_tool("{tool}", ARGS)
+        price = result.structured_content or {{}}
+        if result.is_error and "accepts" in price:
+            # The price: sign it, then repeat the identical call with the payment.
+            payment = await signer.create_payment_payload(PaymentRequired.model_validate(price))
+            meta = {{"x402/payment": payment.model_dump(by_alias=True, exclude_none=True)}}
+            result = await grove.call_tool("{tool}", ARGS, meta=meta)
+        # Paid: the envelope, and the settlement in result.meta["x402/payment-response"].
+        # An error without "accepts" is a refusal or a receipt to follow, never a price.
+        print(result.is_error, json.dumps(result.structured_content), result.meta)
+
+asyncio.run(main())"#
+        ),
+    )
+}

@@ -3,6 +3,7 @@
 
 pub mod catalog;
 pub mod clients;
+pub mod mcp_guide;
 pub mod openapi;
 pub mod pages;
 pub mod skill;

@@ -121,6 +121,7 @@ actions, caveats and a typed deliverable). Machine-readable: <a href=\"{catalog}
         ("sandbox", "Sandbox (free)"),
         ("clients", "Paying with an official x402 client"),
         ("pay", "Paying by hand: 402, sign, retry"),
+        ("mcp", "As MCP tools"),
         ("errors", "Errors"),
     ]));
     b.push_str(
@@ -187,6 +188,7 @@ zero usage and the receipt <code>{{\"id\":\"sandbox\"}}</code>. No model runs an
         EXAMPLE_COACHING_BODY,
     ));
     b.push_str(&payment_flow(config, &example_call, EXAMPLE_COACHING_BODY));
+    b.push_str(&super::mcp_guide::guide_section(config, esc));
     b.push_str(ERRORS_HTML);
     page(&format!("{}: coaching calls", config.service_name), &b)
 }
@@ -231,6 +233,7 @@ recipient's quiet hours. No SMS, no payment, nothing stored.</p>\n\
             ("sandbox", "Sandbox (free)"),
             ("clients", "Paying with an official x402 client"),
             ("pay", "Paying by hand: 402, sign, retry"),
+            ("mcp", "As MCP tools"),
             ("errors", "Errors"),
         ]),
     );
@@ -240,6 +243,7 @@ recipient's quiet hours. No SMS, no payment, nothing stored.</p>\n\
         EXAMPLE_ACTION_BODY,
     ));
     b.push_str(&payment_flow(config, &a.call_path(), EXAMPLE_ACTION_BODY));
+    b.push_str(&super::mcp_guide::guide_section(config, esc));
     b.push_str(ERRORS_HTML);
     page(
         &format!("{}: review request action", config.service_name),

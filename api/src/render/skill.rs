@@ -152,6 +152,10 @@ curl -si -X POST {call} -H 'content-type: application/json' \\
             "8. Errors",
             "Non-402 errors: `{\"error\":{\"code\",\"message\",\"details\":[{\"path\",\"message\",\"code\"}],\"request_id\"}}`. On the review request, a 422 with one problem keeps the code clients know (`validation_failed`, or `consent_invalid` for consent); more than one problem answers `invalid_request`. Every detail carries its own `code` (`consent_invalid`, `consent_in_future`, `consent_too_old`, `send_at_out_of_range`, `phone_not_us`, `invalid_time_zone`, `review_url_invalid`, `link_shortener`, `link_not_allowed`, `lookalike_characters`, `control_characters`, `template_invalid`, `template_too_long`, `validation_failed`): fix every entry before retrying a 422. `503` carries `Retry-After`. A 405 lists the route's methods in `Allow`.\n".to_owned(),
         ),
+        (
+            "9. As MCP tools (x402 over MCP)",
+            super::mcp_guide::skill_section(config),
+        ),
     ];
     let mut out = format!(
         "---
@@ -161,11 +165,12 @@ description: Buy growth coaching ({coaches} coaches, {modes} modes, {min}-{max} 
 
 # {svc}: pay-per-call coaching and review requests over x402
 
-Base URL: {base}. Everything below is JSON over HTTPS; prices are per call.
+Base URL: {base}. Everything below is JSON over HTTPS; prices are per call. The same calls are MCP tools at {base}{mcp} (section 9).
 
 ## Contents
 ",
         svc = config.service_name,
+        mcp = paths::MCP,
         coaches = number_word(COACHES.len()),
         modes = number_word(MODES.len()),
     );

@@ -43,7 +43,22 @@ pub(super) async fn call(
         .get("min_days_since_last_request")
         .and_then(serde_json::Value::as_i64)
         .unwrap_or(0);
-    let offer = Offer {
+    let offer = offer(&state);
+    let purchase = Purchase {
+        kind: Kind::ReviewRequest,
+        agent: None,
+        mode: None,
+        body: &body,
+        offer,
+        phone: Some((phone.e164().to_owned(), cooldown_days)),
+    };
+    paid::serve(&state, &parts.headers, key, purchase).await
+}
+
+/// What a paid review request sells. The HTTP route and the MCP tool (`mcp::call`) sell the same
+/// thing.
+pub(crate) fn offer(state: &AppState) -> Offer<'_> {
+    Offer {
         path: REVIEW_REQUEST.call_path(),
         description: format!("{} ({})", REVIEW_REQUEST.name, REVIEW_REQUEST.price),
         price: REVIEW_REQUEST.price,
@@ -55,14 +70,5 @@ pub(super) async fn call(
             "customer": {"phone": "+13055550142", "first_name": "Dana"},
             "consent": {"method": "web_form_checkbox", "captured_at": "2026-10-02T15:04:05-04:00", "source": "intake form"},
         }),
-    };
-    let purchase = Purchase {
-        kind: Kind::ReviewRequest,
-        agent: None,
-        mode: None,
-        body: &body,
-        offer,
-        phone: Some((phone.e164().to_owned(), cooldown_days)),
-    };
-    paid::serve(&state, &parts.headers, key, purchase).await
+    }
 }

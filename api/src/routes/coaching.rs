@@ -39,24 +39,7 @@ pub(super) async fn call(
             })?;
         return Ok(([(header::CONTENT_TYPE, "application/json")], sample).into_response());
     }
-    if state.config.pay_to.is_none() {
-        return Err(ApiError::PaymentsDisabled);
-    }
-    if state.config.llm.is_none() {
-        return Err(ApiError::Unavailable(
-            "no model provider is configured, so paid coaching calls are not on sale; the sandbox works",
-        ));
-    }
-    let schemas = state.schemas.mode(mode.id);
-    let offer = Offer {
-        path: coach.call_path(),
-        description: description(coach, mode),
-        price: mode.price(),
-        request_schema: schemas.request.json(),
-        request_schema_path: mode.request_schema_path(),
-        response_schema_path: mode.response_schema_path(),
-        example_body: json!({"mode": mode.id, "messages": [{"role": "user", "content": "Where should we focus next?"}]}),
-    };
+    let offer = offer(&state, coach, mode)?;
     let purchase = Purchase {
         kind: Kind::Coaching,
         agent: Some(coach.id.as_str()),
@@ -66,6 +49,33 @@ pub(super) async fn call(
         phone: None,
     };
     paid::serve(&state, &parts.headers, key, purchase).await
+}
+
+/// What a paid call to `coach` in `mode` sells, once it is on sale (a pay-to address and a model
+/// provider configured). The HTTP route and the MCP tool (`mcp::call`) sell the same thing.
+pub(crate) fn offer<'a>(
+    state: &'a AppState,
+    coach: &Coach,
+    mode: &Mode,
+) -> Result<Offer<'a>, ApiError> {
+    if state.config.pay_to.is_none() {
+        return Err(ApiError::PaymentsDisabled);
+    }
+    if state.config.llm.is_none() {
+        return Err(ApiError::Unavailable(
+            "no model provider is configured, so paid coaching calls are not on sale; the sandbox works",
+        ));
+    }
+    let schemas = state.schemas.mode(mode.id);
+    Ok(Offer {
+        path: coach.call_path(),
+        description: description(coach, mode),
+        price: mode.price(),
+        request_schema: schemas.request.json(),
+        request_schema_path: mode.request_schema_path(),
+        response_schema_path: mode.response_schema_path(),
+        example_body: json!({"mode": mode.id, "messages": [{"role": "user", "content": "Where should we focus next?"}]}),
+    })
 }
 
 fn description(coach: &Coach, mode: &Mode) -> String {

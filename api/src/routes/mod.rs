@@ -1,9 +1,10 @@
 //! Every route, registered from the one table of public operations (`table.rs`): each operation
 //! gets its handler here, and nothing is routed that the table (hence the OpenAPI document) does
-//! not list.
+//! not list, with one exception: the MCP endpoint (`crate::mcp`), which speaks JSON-RPC and
+//! describes its tools through MCP itself.
 
-mod actions;
-mod coaching;
+pub(crate) mod actions;
+pub(crate) mod coaching;
 mod free;
 mod operations;
 mod receipts;
@@ -21,6 +22,7 @@ pub fn router(state: AppState) -> Router {
         router = router.route(&op.path(&state.config), endpoint(op));
     }
     router
+        .route_service(crate::mcp::PATH, crate::mcp::service(state.clone()))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .with_state(state)

@@ -48,6 +48,8 @@ pub const SMS_INBOUND_WEBHOOK: &str = "/webhooks/sms/inbound";
 pub const METRICS: &str = "/metrics";
 pub const HEALTHZ: &str = "/healthz";
 pub const READYZ: &str = "/readyz";
+/// The MCP endpoint (streamable HTTP, JSON-RPC): not an operation of the OpenAPI document.
+pub const MCP: &str = "/mcp";
 
 /// The skill file of a service named `service_name`.
 pub fn skill(service_name: &str) -> String {
