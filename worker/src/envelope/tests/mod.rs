@@ -2,6 +2,9 @@
 //! written by hand, each paired here with an imaginary caller whose figures they use.
 
 mod assembly;
+mod coverage;
+mod honesty;
+mod modes;
 mod rules;
 mod samples;
 mod schemas;
