@@ -9,8 +9,8 @@
 //!   is what a model returns (no server keys);
 //! - `defects/<mode>.json`: `[{rule, base, edits, expect}]`: the clean answer `base` after
 //!   `edits` (`[{path, value}]` sets a JSON pointer; `{path, remove: true}` deletes it;
-//!   `{path, append}` pushes onto a list) breaks `rule`, and a problem must be reported at a
-//!   path starting with `expect`.
+//!   `{path, append}` pushes onto a list; `{path, prefix}` / `{path, suffix}` extend a string)
+//!   breaks `rule`, and a problem must be reported at a path starting with `expect`.
 //!
 //! No model is called: each answer stands for one model call.
 
@@ -113,7 +113,9 @@ pub fn clean_answers() -> Result<Vec<Clean>, String> {
 fn apply(doc: &mut Value, edit: &Value) -> Result<(), String> {
     let path = edit["path"].as_str().ok_or("edit without path")?;
     let (parent, key) = path.rsplit_once('/').ok_or("path must start with /")?;
-    let target = doc.pointer_mut(parent).ok_or_else(|| format!("no {parent}"))?;
+    let target = doc
+        .pointer_mut(parent)
+        .ok_or_else(|| format!("no {parent}"))?;
     if let Some(v) = edit.get("append") {
         let list = target
             .pointer_mut(&format!("/{key}"))
@@ -121,6 +123,20 @@ fn apply(doc: &mut Value, edit: &Value) -> Result<(), String> {
             .ok_or_else(|| format!("{path} is not a list"))?;
         list.push(v.clone());
         return Ok(());
+    }
+    for (op, front) in [("prefix", true), ("suffix", false)] {
+        if let Some(add) = edit.get(op).and_then(Value::as_str) {
+            let slot = target
+                .pointer_mut(&format!("/{key}"))
+                .ok_or(format!("no {path}"))?;
+            let old = slot.as_str().ok_or(format!("{path} is not a string"))?;
+            *slot = Value::from(if front {
+                format!("{add}{old}")
+            } else {
+                format!("{old}{add}")
+            });
+            return Ok(());
+        }
     }
     let remove = edit.get("remove") == Some(&Value::Bool(true));
     match target {
@@ -174,8 +190,12 @@ pub fn run() -> Result<Vec<Outcome>, String> {
     for m in MODES.iter() {
         let file = dir().join(format!("defects/{}.json", m.id));
         for (i, d) in read(&file)?.into_iter().enumerate() {
-            let rule = d["rule"].as_str().ok_or_else(|| format!("{}#{i}: no rule", m.id))?;
-            let base = d["base"].as_str().ok_or_else(|| format!("{}#{i}: no base", m.id))?;
+            let rule = d["rule"]
+                .as_str()
+                .ok_or_else(|| format!("{}#{i}: no rule", m.id))?;
+            let base = d["base"]
+                .as_str()
+                .ok_or_else(|| format!("{}#{i}: no base", m.id))?;
             let c = clean
                 .iter()
                 .find(|c| c.id == base && c.mode == m.id)

@@ -24,7 +24,12 @@ fn main() {
     for (mode, t) in &rows {
         println!(
             "{:<30} {:>6} {:>12} {:>8} {:>7} {:>12}",
-            mode.as_str(), t.clean, t.false_alarms, t.defects, t.caught, t.model_calls
+            mode.as_str(),
+            t.clean,
+            t.false_alarms,
+            t.defects,
+            t.caught,
+            t.model_calls
         );
         total.clean += t.clean;
         total.false_alarms += t.false_alarms;
@@ -37,10 +42,17 @@ fn main() {
         "total", total.clean, total.false_alarms, total.defects, total.caught, total.model_calls
     );
     let pct = 100.0 * total.caught as f64 / total.defects.max(1) as f64;
-    println!("defects caught: {pct:.1}%; false alarms: {}", total.false_alarms);
+    println!(
+        "defects caught: {pct:.1}%; false alarms: {}",
+        total.false_alarms
+    );
     for o in &outcomes {
         if !o.as_expected || verbose {
-            let what = if o.rule.is_empty() { "clean" } else { o.rule.as_str() };
+            let what = if o.rule.is_empty() {
+                "clean"
+            } else {
+                o.rule.as_str()
+            };
             let verdict = if o.as_expected { "ok" } else { "UNEXPECTED" };
             println!("{verdict} {} [{what}]", o.id);
             for p in &o.problems {

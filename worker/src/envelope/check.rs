@@ -31,12 +31,22 @@ pub fn check(mode: &Mode, request: &Value, envelope: &Value) -> Vec<Violation> {
         style::reply(&caps, reply, &mut out);
     }
     count("/numbers", envelope, 0, caps.numbers_max, &mut out);
-    count("/actions", envelope, caps.actions_min, caps.actions_max, &mut out);
+    count(
+        "/actions",
+        envelope,
+        caps.actions_min,
+        caps.actions_max,
+        &mut out,
+    );
     count("/caveats", envelope, 0, caps.caveats_max, &mut out);
     for (i, caveat) in items(envelope.get("caveats")).iter().enumerate() {
         let n = caveat.as_str().map(sentences).unwrap_or(1);
         if n != 1 {
-            push(&mut out, format!("/caveats/{i}"), "must be exactly one sentence");
+            push(
+                &mut out,
+                format!("/caveats/{i}"),
+                "must be exactly one sentence",
+            );
         }
     }
 
@@ -56,9 +66,19 @@ pub fn check(mode: &Mode, request: &Value, envelope: &Value) -> Vec<Violation> {
     };
 
     let mut prose_texts: Vec<(String, &str)> = Vec::new();
-    strings(envelope.get("reply").unwrap_or(&Value::Null), "/reply", &mut prose_texts);
-    strings(envelope.get("caveats").unwrap_or(&Value::Null), "/caveats", &mut prose_texts);
-    let diagnosis = envelope.pointer("/thinking/diagnosis").unwrap_or(&Value::Null);
+    strings(
+        envelope.get("reply").unwrap_or(&Value::Null),
+        "/reply",
+        &mut prose_texts,
+    );
+    strings(
+        envelope.get("caveats").unwrap_or(&Value::Null),
+        "/caveats",
+        &mut prose_texts,
+    );
+    let diagnosis = envelope
+        .pointer("/thinking/diagnosis")
+        .unwrap_or(&Value::Null);
     strings(diagnosis, "/thinking/diagnosis", &mut prose_texts);
     for (path, s) in prose_texts {
         prose::check(&path, s, &pool, true, &mut out);
@@ -106,7 +126,9 @@ fn typed_numbers(v: &Value, skip: bool, out: &mut Vec<Figure>) {
 
 /// An enum value ("30_days", "1_week") rather than text.
 fn is_enum_like(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 fn count(path: &str, envelope: &Value, min: usize, max: usize, out: &mut Vec<Violation>) {

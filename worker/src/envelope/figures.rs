@@ -83,7 +83,11 @@ pub fn spans(text: &str) -> Vec<Span> {
         let glued = i > 0 && (chars[i - 1].is_alphabetic() || chars[i - 1] == '_');
         let (mut figure, next) = read_number(&chars, i);
         if !glued {
-            let start = if i > 0 && chars[i - 1] == '$' { i - 1 } else { i };
+            let start = if i > 0 && chars[i - 1] == '$' {
+                i - 1
+            } else {
+                i
+            };
             figure.currency = start < i || money_word_after(&chars, next);
             out.push(Span {
                 figure,

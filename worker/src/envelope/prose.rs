@@ -15,18 +15,73 @@ use grove_common::schema::Violation;
 /// Words that introduce a figure as the coach's proposal, when they come within four words
 /// before it in the same clause.
 const PROPOSAL_CUES: [&str; 39] = [
-    "aim for", "aim", "target", "targets", "goal", "at least", "at most", "no more than",
-    "no less than", "fewer than", "more than", "less than", "under", "below", "above", "over",
-    "exceed", "exceeds", "pass", "passes", "reach", "reaches", "hit", "hits", "cap", "capped at",
-    "charge", "charging", "priced at", "price it at", "set", "raise", "raising", "lower", "budget",
-    "limit", "up to", "within", "recommend",
+    "aim for",
+    "aim",
+    "target",
+    "targets",
+    "goal",
+    "at least",
+    "at most",
+    "no more than",
+    "no less than",
+    "fewer than",
+    "more than",
+    "less than",
+    "under",
+    "below",
+    "above",
+    "over",
+    "exceed",
+    "exceeds",
+    "pass",
+    "passes",
+    "reach",
+    "reaches",
+    "hit",
+    "hits",
+    "cap",
+    "capped at",
+    "charge",
+    "charging",
+    "priced at",
+    "price it at",
+    "set",
+    "raise",
+    "raising",
+    "lower",
+    "budget",
+    "limit",
+    "up to",
+    "within",
+    "recommend",
 ];
 
-/// Words that present a figure as a fact about other businesses: never a proposal.
-const BENCHMARK_WORDS: [&str; 18] = [
-    "usually", "typically", "typical", "industry", "benchmark", "benchmarks", "on average",
-    "most businesses", "most firms", "most companies", "firms like", "businesses like",
-    "companies like", "studies", "research", "data shows", "statistically", "the norm",
+/// Words that present a figure as a fact about other businesses: never a proposal. ("at most"
+/// is a cue, not a benchmark: it is removed before the clause is read.)
+const BENCHMARK_WORDS: [&str; 23] = [
+    "usually",
+    "typically",
+    "typical",
+    "industry",
+    "benchmark",
+    "benchmarks",
+    "on average",
+    "most",
+    "many",
+    "firms like",
+    "businesses like",
+    "companies like",
+    "others",
+    "competitor",
+    "competitors",
+    "peers",
+    "rivals",
+    "studies",
+    "research",
+    "data shows",
+    "statistically",
+    "the norm",
+    "median",
 ];
 
 /// What prose may cite: the caller's figures, every figure `numbers` shows or uses, and (for
@@ -106,8 +161,8 @@ pub fn ratios(chars: &[char], spans: &[Span]) -> Vec<f64> {
 /// The figure is introduced by a proposal cue in a clause without benchmark words.
 fn proposal(chars: &[char], span: &Span) -> bool {
     let (start, end) = clause(chars, span.chars.start);
-    let clause: String = chars[start..end].iter().collect();
-    if text::has_any(&clause, &BENCHMARK_WORDS) {
+    let clause: String = chars[start..end].iter().collect::<String>().to_lowercase();
+    if text::has_any(&clause.replace("at most", " "), &BENCHMARK_WORDS) {
         return false;
     }
     let before: String = chars[start..span.chars.start].iter().collect();
@@ -121,19 +176,22 @@ fn proposal(chars: &[char], span: &Span) -> bool {
 fn clause(chars: &[char], at: usize) -> (usize, usize) {
     let boundary = |i: usize| {
         let c = chars[i];
-        let digit = |j: Option<usize>| j.and_then(|j| chars.get(j)).is_some_and(char::is_ascii_digit);
+        let digit = |j: Option<usize>| {
+            j.and_then(|j| chars.get(j))
+                .is_some_and(char::is_ascii_digit)
+        };
         match c {
             ';' | ':' | '!' | '?' | '\n' | '(' | ')' | '—' => true,
             ',' => !(digit(i.checked_sub(1)) && digit(Some(i + 1))),
             '.' => chars.get(i + 1).is_none_or(|n| n.is_whitespace()),
-            '–' | '-' => {
-                i > 0 && chars[i - 1] == ' ' && chars.get(i + 1) == Some(&' ')
-            }
+            '–' | '-' => i > 0 && chars[i - 1] == ' ' && chars.get(i + 1) == Some(&' '),
             _ => false,
         }
     };
     let start = (0..at).rev().find(|&i| boundary(i)).map_or(0, |i| i + 1);
-    let end = (at..chars.len()).find(|&i| boundary(i)).unwrap_or(chars.len());
+    let end = (at..chars.len())
+        .find(|&i| boundary(i))
+        .unwrap_or(chars.len());
     (start, end)
 }
 
@@ -163,7 +221,10 @@ mod tests {
             vec!["47%"]
         );
         assert_eq!(
-            flagged("You close 20% of 30 leads, about 6 clients, on $42k a month.", cited),
+            flagged(
+                "You close 20% of 30 leads, about 6 clients, on $42k a month.",
+                cited
+            ),
             Vec::<String>::new()
         );
     }
@@ -186,7 +247,10 @@ mod tests {
 
     #[test]
     fn proposals_need_a_cue_and_no_benchmark_in_their_clause() {
-        assert_eq!(flagged("Aim for a 60% show rate.", ""), Vec::<String>::new());
+        assert_eq!(
+            flagged("Aim for a 60% show rate.", ""),
+            Vec::<String>::new()
+        );
         assert_eq!(
             flagged("Add a crew when leads pass 60 a month.", ""),
             Vec::<String>::new()
@@ -201,5 +265,13 @@ mod tests {
             vec!["60%"]
         );
         assert_eq!(flagged("Your show rate is 60%.", ""), vec!["60%"]);
+        assert_eq!(
+            flagged("Most trainers charge $75 a session.", ""),
+            vec!["$75"]
+        );
+        assert_eq!(
+            flagged("Charge at most $75 a session.", ""),
+            Vec::<String>::new()
+        );
     }
 }

@@ -38,13 +38,22 @@ pub fn is_stated(chars: &[char], span: &Span, strict: bool) -> bool {
     }
     let after: String = chars[span.chars.end..].iter().take(24).collect();
     let after_lower = after.to_lowercase();
-    if whole && ["st", "nd", "rd", "th"].iter().any(|s| glued(&after_lower, s)) {
+    if whole
+        && ["st", "nd", "rd", "th"]
+            .iter()
+            .any(|s| glued(&after_lower, s))
+    {
         return true;
     }
     if whole && v <= 24.0 && (glued(&after_lower, "am") || glued(&after_lower, "pm")) {
         return true;
     }
-    if whole && v <= 24.0 && [" am", " pm", " a.m", " p.m"].iter().any(|s| after_lower.starts_with(s)) {
+    if whole
+        && v <= 24.0
+        && [" am", " pm", " a.m", " p.m"]
+            .iter()
+            .any(|s| after_lower.starts_with(s))
+    {
         return true;
     }
     if clock(chars, span) {
@@ -135,12 +144,18 @@ mod tests {
     /// The stated-constant verdict for each figure of `text`, in order.
     fn verdicts(text: &str) -> Vec<bool> {
         let chars: Vec<char> = text.chars().collect();
-        spans(text).iter().map(|s| is_stated(&chars, s, false)).collect()
+        spans(text)
+            .iter()
+            .map(|s| is_stated(&chars, s, false))
+            .collect()
     }
 
     #[test]
     fn small_counts_years_ordinals_and_labels_are_stated() {
-        assert_eq!(verdicts("3 steps in 2025, the 2nd call, by day 14, step 12"), vec![true; 5]);
+        assert_eq!(
+            verdicts("3 steps in 2025, the 2nd call, by day 14, step 12"),
+            vec![true; 5]
+        );
         assert_eq!(verdicts("#11 and tier 3"), vec![true, true]);
         assert_eq!(verdicts("11 clients, $5, 7%"), vec![false, false, false]);
         assert_eq!(verdicts("2,025 leads"), vec![false]);
@@ -153,13 +168,18 @@ mod tests {
             vec![true; 5]
         );
         assert_eq!(verdicts("26 hours, 17 days, 40 minutes"), vec![false; 3]);
-        assert_eq!(verdicts("12 hours a week, 20 hours per month"), vec![false, false]);
+        assert_eq!(
+            verdicts("12 hours a week, 20 hours per month"),
+            vec![false, false]
+        );
         assert_eq!(verdicts("5 business days"), vec![true]);
     }
 
     #[test]
     fn a_text_of_facts_keeps_only_labels_years_and_times() {
-        let chars: Vec<char> = "3 clinics for 30 days by day 14 in 2025 at 9am".chars().collect();
+        let chars: Vec<char> = "3 clinics for 30 days by day 14 in 2025 at 9am"
+            .chars()
+            .collect();
         let strict: Vec<bool> = spans(&chars.iter().collect::<String>())
             .iter()
             .map(|s| is_stated(&chars, s, true))
@@ -169,6 +189,9 @@ mod tests {
 
     #[test]
     fn times_of_day_and_round_the_clock() {
-        assert_eq!(verdicts("call at 9am or 5 pm, 10:30 sharp, 24/7"), vec![true; 6]);
+        assert_eq!(
+            verdicts("call at 9am or 5 pm, 10:30 sharp, 24/7"),
+            vec![true; 6]
+        );
     }
 }

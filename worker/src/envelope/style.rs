@@ -11,16 +11,45 @@ pub const WORD_TOLERANCE: f64 = 0.10;
 
 /// Openings that are preamble rather than the answer.
 const PREAMBLES: [&str; 26] = [
-    "hi", "hello", "hey", "dear", "great question", "good question", "thanks", "thank you",
-    "sure", "certainly", "absolutely", "of course", "happy to", "i'd be happy", "i would be happy",
-    "i'm happy", "let me", "let's dive", "here is", "here's", "okay", "ok", "as your coach",
-    "as a coach", "you asked", "to answer your question",
+    "hi",
+    "hello",
+    "hey",
+    "dear",
+    "great question",
+    "good question",
+    "thanks",
+    "thank you",
+    "sure",
+    "certainly",
+    "absolutely",
+    "of course",
+    "happy to",
+    "i'd be happy",
+    "i would be happy",
+    "i'm happy",
+    "let me",
+    "let's dive",
+    "here is",
+    "here's",
+    "okay",
+    "ok",
+    "as your coach",
+    "as a coach",
+    "you asked",
+    "to answer your question",
 ];
 
 /// Phrases of doubt that belong in `caveats`, not the reply.
 const HEDGES: [&str; 9] = [
-    "i think", "i believe", "i'm not sure", "i am not sure", "not entirely sure", "perhaps",
-    "it seems", "hard to say", "i suspect",
+    "i think",
+    "i believe",
+    "i'm not sure",
+    "i am not sure",
+    "not entirely sure",
+    "perhaps",
+    "it seems",
+    "hard to say",
+    "i suspect",
 ];
 
 pub fn reply(caps: &EnvelopeCaps, reply: &str, out: &mut Vec<Violation>) {
@@ -30,13 +59,25 @@ pub fn reply(caps: &EnvelopeCaps, reply: &str, out: &mut Vec<Violation>) {
         let pw = words(p).join(" ");
         lead == pw || lead.starts_with(&format!("{pw} "))
     }) {
-        push(out, "/reply", format!("must start with the answer, not a preamble (\"{p}…\")"));
+        push(
+            out,
+            "/reply",
+            format!("must start with the answer, not a preamble (\"{p}…\")"),
+        );
     }
     if let Some(mark) = markdown(reply) {
-        push(out, "/reply", format!("must be plain prose without markdown ({mark})"));
+        push(
+            out,
+            "/reply",
+            format!("must be plain prose without markdown ({mark})"),
+        );
     }
     if let Some(h) = HEDGES.iter().find(|h| has_phrase(reply, h)) {
-        push(out, "/reply", format!("must speak plainly: doubt (\"{h}\") belongs in caveats"));
+        push(
+            out,
+            "/reply",
+            format!("must speak plainly: doubt (\"{h}\") belongs in caveats"),
+        );
     }
     let n = word_count(reply);
     let bound = (caps.reply_word_target as f64 * (1.0 + WORD_TOLERANCE)).floor() as usize;
@@ -44,7 +85,10 @@ pub fn reply(caps: &EnvelopeCaps, reply: &str, out: &mut Vec<Violation>) {
         push(
             out,
             "/reply",
-            format!("must stay near {} words (at most {bound}), has {n}", caps.reply_word_target),
+            format!(
+                "must stay near {} words (at most {bound}), has {n}",
+                caps.reply_word_target
+            ),
         );
     }
 }
@@ -61,9 +105,12 @@ fn markdown(s: &str) -> Option<&'static str> {
         if line.starts_with('|') {
             return Some("a table");
         }
-        let numbered = line
-            .split_once(['.', ')'])
-            .is_some_and(|(n, rest)| !n.is_empty() && n.len() <= 2 && n.chars().all(|c| c.is_ascii_digit()) && rest.starts_with(' '));
+        let numbered = line.split_once(['.', ')']).is_some_and(|(n, rest)| {
+            !n.is_empty()
+                && n.len() <= 2
+                && n.chars().all(|c| c.is_ascii_digit())
+                && rest.starts_with(' ')
+        });
         if numbered {
             return Some("a numbered list");
         }
@@ -100,9 +147,15 @@ mod tests {
         assert!(flags("## Answer\nRetention.")[0].contains("heading"));
         assert!(flags("Fix **churn** first.")[0].contains("bold"));
         assert!(flags("I think churn is the problem.")[0].contains("caveats"));
-        assert_eq!(flags("Your constraint is retention. Hire later."), Vec::<String>::new());
+        assert_eq!(
+            flags("Your constraint is retention. Hire later."),
+            Vec::<String>::new()
+        );
         assert_eq!(flags("Okayama clients stay longer."), Vec::<String>::new());
-        assert_eq!(flags("It costs $3.50. Then 2.5 hours."), Vec::<String>::new());
+        assert_eq!(
+            flags("It costs $3.50. Then 2.5 hours."),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

@@ -76,8 +76,8 @@ pub fn has_any(haystack: &str, phrases: &[&str]) -> bool {
 const STOPWORDS: [&str; 40] = [
     "the", "and", "for", "with", "that", "this", "from", "they", "them", "their", "your", "you",
     "our", "ours", "are", "was", "were", "have", "has", "had", "not", "but", "all", "any", "can",
-    "will", "would", "into", "than", "then", "more", "most", "very", "just", "what", "when",
-    "who", "why", "how", "about",
+    "will", "would", "into", "than", "then", "more", "most", "very", "just", "what", "when", "who",
+    "why", "how", "about",
 ];
 
 /// Content words of at least four letters, with a plural `s` dropped, for overlap tests.
@@ -191,6 +191,9 @@ mod tests {
     fn phrases_match_whole_words_only() {
         assert!(has_phrase("Our close rate is low.", "close rate"));
         assert!(!has_phrase("separate", "rate"));
-        assert_eq!(content_words("The leads and clients"), vec!["lead", "client"]);
+        assert_eq!(
+            content_words("The leads and clients"),
+            vec!["lead", "client"]
+        );
     }
 }

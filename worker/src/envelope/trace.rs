@@ -34,7 +34,11 @@ impl Known {
 
     /// The caller's figure, an earlier item's, or a unit constant, within rounding.
     pub fn has(&self, f: &Figure) -> bool {
-        self.caller.iter().chain(&self.earlier).any(|k| k.matches(f)) || constant(f)
+        self.caller
+            .iter()
+            .chain(&self.earlier)
+            .any(|k| k.matches(f))
+            || constant(f)
     }
 
     /// What a known operand stands for: exactly the caller's figure or a unit constant, or an
@@ -89,7 +93,11 @@ pub fn check_into(numbers: &Value, known: &mut Known) -> Vec<Violation> {
                 .filter(|f| !known.has(f))
                 .copied()
                 .collect();
-            let last = chain.results.last().map(|r| r.0).or(chain.restated.last().copied());
+            let last = chain
+                .results
+                .last()
+                .map(|r| r.0)
+                .or(chain.restated.last().copied());
             for t in &chain.trailing {
                 if !last.is_some_and(|r| r.matches(t)) && !known.has(t) {
                     unknown.push(*t);
@@ -123,7 +131,8 @@ pub fn check_into(numbers: &Value, known: &mut Known) -> Vec<Violation> {
         let shown = figures::extract(value);
         if let Some((head, rest)) = shown.split_first() {
             let restating = !basis.contains(['=', '≈']);
-            if !pool.iter().any(|r| r.matches(head)) && !(restating && known.has(head)) {
+            let restated_known = restating && known.has(head);
+            if !(pool.iter().any(|r| r.matches(head)) || restated_known) {
                 let message = if restating {
                     format!(
                         "{} is not the caller's figure; basis must show the calculation ending \
@@ -138,15 +147,20 @@ pub fn check_into(numbers: &Value, known: &mut Known) -> Vec<Violation> {
             }
             for extra in rest {
                 if !pool.iter().any(|r| r.matches(extra)) && !known.has(extra) {
-                    say("value", format!("{} does not appear in basis", display(extra)));
+                    say(
+                        "value",
+                        format!("{} does not appear in basis", display(extra)),
+                    );
                 }
             }
         }
         known.earlier.extend(pool);
         known.earlier.extend(shown);
-        known
-            .earlier
-            .extend(figures::extract(basis).into_iter().filter(|f| !unknown.contains(f)));
+        known.earlier.extend(
+            figures::extract(basis)
+                .into_iter()
+                .filter(|f| !unknown.contains(f)),
+        );
     }
     out
 }
@@ -239,9 +253,11 @@ mod tests {
         let v = check_numbers(&numbers, &c);
         assert!(v[0].message.starts_with("12% is not"), "{v:?}");
         let numbers = json!([item("24", "200 members × 12%\n= 24")]);
-        assert!(check_numbers(&numbers, &caller("200 members, 12%"))
-            .iter()
-            .any(|v| v.message == "must be one line"));
+        assert!(
+            check_numbers(&numbers, &caller("200 members, 12%"))
+                .iter()
+                .any(|v| v.message == "must be one line")
+        );
     }
 
     #[test]

@@ -171,10 +171,25 @@ fn richer_deliverables_carry_what_their_mode_promises() {
             .pointer(pointer)
             .is_some()
     };
-    assert!(prop(ModeId::ScopeRole, "/properties/agent_brief/properties/guardrails"));
-    assert!(prop(ModeId::PlanCapacity, "/properties/growth_target/properties/statement"));
+    assert!(prop(
+        ModeId::ScopeRole,
+        "/properties/agent_brief/properties/guardrails"
+    ));
+    assert!(prop(
+        ModeId::PlanCapacity,
+        "/properties/growth_target/properties/statement"
+    ));
     assert!(prop(ModeId::PlanCapacity, "/properties/capacity_runs_out"));
-    assert!(prop(ModeId::RescueChurn, "/properties/churn_segments/items/properties/monthly_revenue_at_stake"));
-    assert!(prop(ModeId::MapAutomation, "/properties/candidates/items/properties/hours_saved"));
-    assert!(prop(ModeId::DecideStack, "/properties/switching_cost/properties/estimate"));
+    assert!(prop(
+        ModeId::RescueChurn,
+        "/properties/churn_segments/items/properties/monthly_revenue_at_stake"
+    ));
+    assert!(prop(
+        ModeId::MapAutomation,
+        "/properties/candidates/items/properties/hours_saved"
+    ));
+    assert!(prop(
+        ModeId::DecideStack,
+        "/properties/switching_cost/properties/estimate"
+    ));
 }

@@ -15,12 +15,19 @@ fn wrong(basis: &str, needle: &str) {
 
 #[test]
 fn a_wrong_product_with_a_rate_is_refused_and_the_right_one_passes() {
-    wrong("30 leads × 20% close rate = 9", "9 is not what the calculation gives (6)");
+    wrong(
+        "30 leads × 20% close rate = 9",
+        "9 is not what the calculation gives (6)",
+    );
     ok("30 leads × 20% close rate = 6");
     ok("30 leads x 20% close rate = 6 new clients");
     ok("20% of 30 leads = 6");
     // With the caller's 30 and 20% known exactly, 6.1 is wrong too.
-    let exact = |f: &Figure| [30.0, 20.0].contains(&f.value).then(|| Interval::point(f.value));
+    let exact = |f: &Figure| {
+        [30.0, 20.0]
+            .contains(&f.value)
+            .then(|| Interval::point(f.value))
+    };
     assert!(!evaluate("30 leads * 20% = 6.1", &exact).faults.is_empty());
 }
 
@@ -63,7 +70,11 @@ fn chains_convert_units_and_continue_from_a_shown_result() {
     ok("90 × 80% = 72 demos × 33% = 24 customers");
     wrong("40 requests × 10 minutes = 400 minutes = 7.5 hours", "7.5");
     // Written integers may be rounded results; known ones are exact.
-    let exact = |f: &Figure| [28.0, 20.0].contains(&f.value).then(|| Interval::point(f.value));
+    let exact = |f: &Figure| {
+        [28.0, 20.0]
+            .contains(&f.value)
+            .then(|| Interval::point(f.value))
+    };
     let c = evaluate("28 - 20 = 9 projects / 5 = 1.8 crews", &exact);
     assert!(c.faults[0].starts_with("9 is not"), "{:?}", c.faults);
 }
@@ -77,7 +88,10 @@ fn rates_alone_may_be_read_in_points() {
 
 #[test]
 fn qualifying_durations_are_not_operands_but_missing_operators_are_faults() {
-    let c = evaluate("$38,000 over 30 days / $210,000 monthly revenue = 18%", &|_| None);
+    let c = evaluate(
+        "$38,000 over 30 days / $210,000 monthly revenue = 18%",
+        &|_| None,
+    );
     assert_eq!(c.faults, Vec::<String>::new());
     assert_eq!(c.operands.len(), 3, "30 is still a figure to trace");
     wrong("From 40 inquiries, 4 bookings = 10%", "operator");

@@ -23,7 +23,11 @@ pub fn churn(cx: &Ctx, out: &mut Vec<Violation>) {
             && class.is_some_and(|c| c != required)
         {
             let reason = reason.unwrap_or_default();
-            push(out, format!("{base}/class"), format!("must be {required} when reason is {reason}"));
+            push(
+                out,
+                format!("{base}/class"),
+                format!("must be {required} when reason is {reason}"),
+            );
         }
         sourced(cx, s, &base, &["share"], out);
         if let Some(share) = text(s, "share").and_then(|t| figures::extract(t).into_iter().next())
@@ -34,23 +38,45 @@ pub fn churn(cx: &Ctx, out: &mut Vec<Violation>) {
         if let Some(at_stake) = text(s, "monthly_revenue_at_stake")
             && !at_stake.trim().to_lowercase().starts_with("unknown")
         {
-            prose::check(&format!("{base}/monthly_revenue_at_stake"), at_stake, cx.pool, false, out);
+            prose::check(
+                &format!("{base}/monthly_revenue_at_stake"),
+                at_stake,
+                cx.pool,
+                false,
+                out,
+            );
         }
     }
     if total > 101.0 {
-        push(out, "/deliverable/churn_segments", format!("shares add up to {total}%: segments are separate parts of churn"));
+        push(
+            out,
+            "/deliverable/churn_segments",
+            format!("shares add up to {total}%: segments are separate parts of churn"),
+        );
     }
-    distinct(segments, Some("segment"), "/deliverable/churn_segments", "segment", out);
+    distinct(
+        segments,
+        Some("segment"),
+        "/deliverable/churn_segments",
+        "segment",
+        out,
+    );
     for (j, play) in items(d.get("save_plays")).iter().enumerate() {
         let Some(name) = text(play, "segment") else {
             continue;
         };
-        let found = segments.iter().find(|s| text(s, "segment").is_some_and(|n| same(n, name)));
+        let found = segments
+            .iter()
+            .find(|s| text(s, "segment").is_some_and(|n| same(n, name)));
         let at = format!("/deliverable/save_plays/{j}/segment");
         match found.map(|s| text(s, "class")) {
             None => push(out, at, "must be one of churn_segments[].segment"),
             Some(Some("preventable")) => {}
-            Some(_) => push(out, at, "must name a preventable segment, not one to accept"),
+            Some(_) => push(
+                out,
+                at,
+                "must name a preventable segment, not one to accept",
+            ),
         }
     }
 }
@@ -75,10 +101,17 @@ pub fn onboarding(cx: &Ctx, out: &mut Vec<Violation>) {
     }
     let target = d.pointer("/first_value/target_day").and_then(Value::as_i64);
     if let Some(day) = target.filter(|d| !(1..=14).contains(d)) {
-        push(out, "/deliverable/first_value/target_day", format!("must be from 1 to 14, is {day}"));
+        push(
+            out,
+            "/deliverable/first_value/target_day",
+            format!("must be from 1 to 14, is {day}"),
+        );
     }
     // One milestone on or before the target day is the first-value event itself.
-    let event = d.pointer("/first_value/event").and_then(Value::as_str).unwrap_or_default();
+    let event = d
+        .pointer("/first_value/event")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let event_words = content_words(event);
     let milestones = items(d.get("milestones"));
     if let Some(target) = target
@@ -86,7 +119,8 @@ pub fn onboarding(cx: &Ctx, out: &mut Vec<Violation>) {
         && !milestones.is_empty()
         && !milestones.iter().any(|m| {
             int(m, "day").is_some_and(|day| day <= target)
-                && text(m, "milestone").is_some_and(|t| content_words(t).iter().any(|w| event_words.contains(w)))
+                && text(m, "milestone")
+                    .is_some_and(|t| content_words(t).iter().any(|w| event_words.contains(w)))
         })
     {
         push(
@@ -95,5 +129,11 @@ pub fn onboarding(cx: &Ctx, out: &mut Vec<Violation>) {
             "needs a milestone on or before this day that is the first-value event itself",
         );
     }
-    distinct(milestones, Some("milestone"), "/deliverable/milestones", "milestone", out);
+    distinct(
+        milestones,
+        Some("milestone"),
+        "/deliverable/milestones",
+        "milestone",
+        out,
+    );
 }

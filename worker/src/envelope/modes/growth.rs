@@ -1,7 +1,6 @@
 //! diagnose_growth, design_offer, rewrite_pricing and funnel_review.
 
 use super::{Ctx, distinct};
-use crate::envelope::figures::Figure;
 use crate::envelope::text::{at, has_any, items, push, same, text};
 use grove_common::schema::Violation;
 use serde_json::Value;
@@ -9,17 +8,107 @@ use serde_json::Value;
 /// Words that name each discipline of `binding_constraint` in a diagnosis. A diagnosis must use
 /// at least one word of its constraint (it may mention others in passing).
 pub const CONSTRAINT_WORDS: [(&str, &[&str]); 5] = [
-    ("demand", &["demand", "lead", "leads", "enquiries", "inquiries", "traffic", "awareness",
-        "pipeline", "visitors", "prospects", "reach"]),
-    ("conversion", &["conversion", "convert", "converts", "close", "closes", "closing", "win",
-        "wins", "won", "book", "books", "booking", "bookings", "proposals", "buy", "sign", "enrol",
-        "enrols", "enroll", "enrolls", "enrolment", "enrollment"]),
-    ("retention", &["retention", "retain", "churn", "leave", "leaves", "leaving", "cancel",
-        "cancels", "cancellations", "lose", "losing", "lost", "stay", "renew", "renewal"]),
-    ("pricing", &["price", "prices", "pricing", "priced", "margin", "margins", "charge",
-        "charges", "charging", "fee", "fees", "discount", "discounts", "underpriced"]),
-    ("delivery", &["delivery", "deliver", "capacity", "fulfil", "fulfill", "fulfilment",
-        "bandwidth", "backlog", "hours", "overloaded", "throughput", "crews", "staff", "team"]),
+    (
+        "demand",
+        &[
+            "demand",
+            "lead",
+            "leads",
+            "enquiries",
+            "inquiries",
+            "traffic",
+            "awareness",
+            "pipeline",
+            "visitors",
+            "prospects",
+            "reach",
+        ],
+    ),
+    (
+        "conversion",
+        &[
+            "conversion",
+            "convert",
+            "converts",
+            "close",
+            "closes",
+            "closing",
+            "win",
+            "wins",
+            "won",
+            "book",
+            "books",
+            "booking",
+            "bookings",
+            "proposals",
+            "buy",
+            "sign",
+            "enrol",
+            "enrols",
+            "enroll",
+            "enrolls",
+            "enrolment",
+            "enrollment",
+        ],
+    ),
+    (
+        "retention",
+        &[
+            "retention",
+            "retain",
+            "churn",
+            "leave",
+            "leaves",
+            "leaving",
+            "cancel",
+            "cancels",
+            "cancellations",
+            "lose",
+            "losing",
+            "lost",
+            "stay",
+            "renew",
+            "renewal",
+        ],
+    ),
+    (
+        "pricing",
+        &[
+            "price",
+            "prices",
+            "pricing",
+            "priced",
+            "margin",
+            "margins",
+            "charge",
+            "charges",
+            "charging",
+            "fee",
+            "fees",
+            "discount",
+            "discounts",
+            "underpriced",
+        ],
+    ),
+    (
+        "delivery",
+        &[
+            "delivery",
+            "deliver",
+            "capacity",
+            "fulfil",
+            "fulfill",
+            "fulfilment",
+            "bandwidth",
+            "backlog",
+            "hours",
+            "overloaded",
+            "throughput",
+            "crews",
+            "staff",
+            "team",
+        ],
+    ),
 ];
 
 pub fn diagnose(cx: &Ctx, out: &mut Vec<Violation>) {
@@ -33,36 +122,78 @@ pub fn diagnose(cx: &Ctx, out: &mut Vec<Violation>) {
         push(
             out,
             "/thinking/diagnosis",
-            format!("must name the same constraint as binding_constraint ({c}), e.g. with one of: {}", words[..4].join(", ")),
+            format!(
+                "must name the same constraint as binding_constraint ({c}), e.g. with one of: {}",
+                words[..4].join(", ")
+            ),
         );
     }
     let first = at(d, "/ranked_levers/0/lever");
     if let (Some(first), Some(lever)) = (first, at(cx.envelope, "/thinking/lever"))
         && !same(first, lever)
     {
-        push(out, "/deliverable/ranked_levers/0/lever", "must equal thinking.lever");
+        push(
+            out,
+            "/deliverable/ranked_levers/0/lever",
+            "must equal thinking.lever",
+        );
     }
     let levers = items(d.get("ranked_levers"));
-    distinct(levers, Some("lever"), "/deliverable/ranked_levers", "lever", out);
-    distinct(items(d.get("do_not_do")), None, "/deliverable/do_not_do", "item", out);
+    distinct(
+        levers,
+        Some("lever"),
+        "/deliverable/ranked_levers",
+        "lever",
+        out,
+    );
+    distinct(
+        items(d.get("do_not_do")),
+        None,
+        "/deliverable/do_not_do",
+        "item",
+        out,
+    );
 }
 
 /// Time words that make a promise's time frame.
 const TIME_WORDS: [&str; 12] = [
-    "day", "days", "week", "weeks", "month", "months", "year", "years", "quarter", "hour",
-    "hours", "by",
+    "day", "days", "week", "weeks", "month", "months", "year", "years", "quarter", "hour", "hours",
+    "by",
 ];
 
 pub fn offer(cx: &Ctx, out: &mut Vec<Violation>) {
     let d = cx.d;
-    if d.get("price_point_usd").and_then(Value::as_f64).is_some_and(|p| p <= 0.0) {
-        push(out, "/deliverable/price_point_usd", "must be above 0: it is the price you recommend");
+    if d.get("price_point_usd")
+        .and_then(Value::as_f64)
+        .is_some_and(|p| p <= 0.0)
+    {
+        push(
+            out,
+            "/deliverable/price_point_usd",
+            "must be above 0: it is the price you recommend",
+        );
     }
     if text(d, "promise").is_some_and(|p| !has_any(p, &TIME_WORDS)) {
-        push(out, "/deliverable/promise", "must state a time frame (\"in 8 weeks\", \"within 30 days\")");
+        push(
+            out,
+            "/deliverable/promise",
+            "must state a time frame (\"in 8 weeks\", \"within 30 days\")",
+        );
     }
-    distinct(items(d.get("inclusions")), None, "/deliverable/inclusions", "inclusion", out);
-    distinct(items(d.get("bonuses")), None, "/deliverable/bonuses", "bonus", out);
+    distinct(
+        items(d.get("inclusions")),
+        None,
+        "/deliverable/inclusions",
+        "inclusion",
+        out,
+    );
+    distinct(
+        items(d.get("bonuses")),
+        None,
+        "/deliverable/bonuses",
+        "bonus",
+        out,
+    );
 }
 
 /// Tier names that are metals or gems: allowed only when the caller uses them.
@@ -91,68 +222,19 @@ pub fn pricing(cx: &Ctx, out: &mut Vec<Violation>) {
                     push(
                         out,
                         format!("/deliverable/recommended_tiers/{i}/name"),
-                        format!("must describe the buyer or the outcome, not a metal or gem (\"{m}\")"),
+                        format!(
+                            "must describe the buyer or the outcome, not a metal or gem (\"{m}\")"
+                        ),
                     );
                 }
             }
         }
     }
-    distinct(tiers, Some("name"), "/deliverable/recommended_tiers", "tier name", out);
-}
-
-/// Moves that buy more traffic, which must wait while a later stage leaks most.
-const MORE_TRAFFIC: [&str; 8] = [
-    "more traffic", "more leads", "more visitors", "ad spend", "more ads", "buy ads",
-    "increase traffic", "drive traffic",
-];
-
-pub fn funnel(cx: &Ctx, out: &mut Vec<Violation>) {
-    let d = cx.d;
-    let stages = items(d.get("stages"));
-    for (i, s) in stages.iter().enumerate() {
-        let Some(pct) = s.get("estimated_conversion_pct").and_then(Value::as_f64) else {
-            continue;
-        };
-        let shown = Figure { value: pct, half_step: 0.5, percent: true, currency: false };
-        if !cx.pool.cited.iter().any(|k| k.matches(&shown)) {
-            push(
-                out,
-                format!("/deliverable/stages/{i}/estimated_conversion_pct"),
-                "must follow from the caller's figures (show it in `numbers`) or be null",
-            );
-        }
-    }
-    distinct(stages, Some("stage"), "/deliverable/stages", "stage", out);
-    // The biggest leak names one of the stages: by its name or by a word only that stage has.
-    let leak = text(d, "biggest_leak").unwrap_or_default();
-    let names: Vec<&str> = stages.iter().filter_map(|s| text(s, "stage")).collect();
-    let hit = names.iter().position(|n| leak_names(leak, n, &names));
-    if !leak.is_empty() && !names.is_empty() && hit.is_none() {
-        push(out, "/deliverable/biggest_leak", "must name one of stages[].stage");
-    }
-    let lever = at(cx.envelope, "/thinking/lever").unwrap_or_default();
-    if hit.is_some_and(|i| i > 0) && has_any(lever, &MORE_TRAFFIC) {
-        push(
-            out,
-            "/thinking/lever",
-            "must fix the biggest leak before buying more traffic",
-        );
-    }
-}
-
-fn leak_names(leak: &str, stage: &str, all: &[&str]) -> bool {
-    use crate::envelope::text::content_words;
-    let leak_words = content_words(leak);
-    if content_words(stage).iter().all(|w| leak_words.contains(w)) {
-        return true;
-    }
-    // A word of this stage that no other stage uses ("held", "show") identifies it.
-    let others: Vec<String> = all
-        .iter()
-        .filter(|s| **s != stage)
-        .flat_map(|s| content_words(s))
-        .collect();
-    content_words(stage)
-        .iter()
-        .any(|w| !others.contains(w) && leak_words.contains(w))
+    distinct(
+        tiers,
+        Some("name"),
+        "/deliverable/recommended_tiers",
+        "tier name",
+        out,
+    );
 }

@@ -2,12 +2,15 @@
 //! CONTRACT 8, one checker per family of modes. The mode is picked by an exhaustive `match` on
 //! [`ModeId`], so a new mode cannot skip its rules unnoticed.
 
+mod accountability;
 mod customers;
+mod funnel;
 mod growth;
 mod operations;
 mod outbound;
 mod people;
 mod sales;
+mod systems;
 
 pub use outbound::MERGE_TOKENS;
 
@@ -35,7 +38,7 @@ pub fn check(mode: ModeId, cx: &Ctx, out: &mut Vec<Violation>) {
         ModeId::DiagnoseGrowth => growth::diagnose(cx, out),
         ModeId::DesignOffer => growth::offer(cx, out),
         ModeId::RewritePricing => growth::pricing(cx, out),
-        ModeId::FunnelReview => growth::funnel(cx, out),
+        ModeId::FunnelReview => funnel::funnel(cx, out),
         ModeId::WriteOutboundSequence => outbound::check(cx.d, out),
         ModeId::AuditFunction => people::audit(cx, out),
         ModeId::HandleObjections => sales::objections(cx, out),
@@ -44,10 +47,10 @@ pub fn check(mode: ModeId, cx: &Ctx, out: &mut Vec<Violation>) {
         ModeId::DraftSop => operations::sop(cx, out),
         ModeId::RescueChurn => customers::churn(cx, out),
         ModeId::PlanOnboarding => customers::onboarding(cx, out),
-        ModeId::DecideStack => operations::stack(cx, out),
-        ModeId::MapAutomation => operations::automation(cx, out),
+        ModeId::DecideStack => systems::stack(cx, out),
+        ModeId::MapAutomation => systems::automation(cx, out),
         ModeId::ScopeRole => people::role(cx, out),
-        ModeId::MapAccountability => people::accountability(cx, out),
+        ModeId::MapAccountability => accountability::accountability(cx, out),
     }
 }
 
@@ -71,7 +74,13 @@ fn fields(mode: ModeId) -> [&'static [&'static str]; 3] {
     match mode {
         ModeId::DiagnoseGrowth => [&[], &["/evidence/*"], &[]],
         ModeId::DesignOffer => [
-            &["/offer_name", "/promise", "/guarantee", "/inclusions/*", "/bonuses/*"],
+            &[
+                "/offer_name",
+                "/promise",
+                "/guarantee",
+                "/inclusions/*",
+                "/bonuses/*",
+            ],
             &[],
             &[],
         ],
@@ -85,9 +94,17 @@ fn fields(mode: ModeId) -> [&'static [&'static str]; 3] {
             &["/current_read", "/expected_effect"],
             &[],
         ],
-        ModeId::FunnelReview => [&["/stages/*/fix", "/quick_win"], &["/stages/*/leak", "/biggest_leak"], &[]],
+        ModeId::FunnelReview => [
+            &["/stages/*/fix", "/quick_win"],
+            &["/stages/*/leak", "/biggest_leak"],
+            &[],
+        ],
         ModeId::WriteOutboundSequence => [
-            &["/follow_up_rule", "/personalization_inputs/*", "/emails/*/goal"],
+            &[
+                "/follow_up_rule",
+                "/personalization_inputs/*",
+                "/emails/*/goal",
+            ],
             &[],
             &[],
         ],
@@ -98,31 +115,55 @@ fn fields(mode: ModeId) -> [&'static [&'static str]; 3] {
         ],
         ModeId::HandleObjections => [
             &["/pre_empt", "/disqualifiers/*"],
-            &["/objections/*/concession_allowed", "/objections/*/evidence_to_bring"],
-            &[],
+            &["/objections/*/evidence_to_bring"],
+            &["/objections/*/concession_allowed"],
         ],
-        ModeId::PositionAgainstAlternatives => [&["/claims_to_avoid/*", "/proof_to_collect/*"], &[], &[]],
+        ModeId::PositionAgainstAlternatives => {
+            [&["/claims_to_avoid/*", "/proof_to_collect/*"], &[], &[]]
+        }
         ModeId::PlanCapacity => [
             &["/add_capacity_trigger", "/assumptions/*"],
             &[],
-            &["/constraints/*/capacity", "/constraints/*/demand_at_target", "/growth_target/statement"],
+            &[
+                "/constraints/*/capacity",
+                "/constraints/*/demand_at_target",
+                "/growth_target/statement",
+            ],
         ],
         ModeId::DraftSop => [
             &[
-                "/title", "/scope/*", "/trigger", "/roles/*/*", "/prerequisites/*", "/steps/*/*",
-                "/quality_checks/*", "/exceptions/*/*", "/records/*",
+                "/title",
+                "/scope/*",
+                "/trigger",
+                "/roles/*/*",
+                "/prerequisites/*",
+                "/steps/*/*",
+                "/quality_checks/*",
+                "/exceptions/*/*",
+                "/records/*",
             ],
             &[],
             &[],
         ],
         ModeId::RescueChurn => [
-            &["/save_plays/*/play", "/accept_policy", "/early_warning/*/*", "/exit_questions/*"],
+            &[
+                "/save_plays/*/play",
+                "/accept_policy",
+                "/early_warning/*/*",
+                "/exit_questions/*",
+            ],
             &["/churn_segments/*/rationale"],
-            &["/churn_segments/*/share", "/churn_segments/*/monthly_revenue_at_stake"],
+            &[
+                "/churn_segments/*/share",
+                "/churn_segments/*/monthly_revenue_at_stake",
+            ],
         ],
         ModeId::PlanOnboarding => [
             &[
-                "/first_value/*", "/milestones/*/*", "/touchpoints/*/*", "/stall_signals/*/*",
+                "/first_value/*",
+                "/milestones/*/*",
+                "/touchpoints/*/*",
+                "/stall_signals/*/*",
                 "/day14_exit",
             ],
             &[],
@@ -140,15 +181,23 @@ fn fields(mode: ModeId) -> [&'static [&'static str]; 3] {
         ],
         ModeId::ScopeRole => [
             &[
-                "/role_title", "/mission", "/outcomes/*/*", "/responsibilities/*", "/competencies/*",
-                "/revisit_when", "/agent_brief/*", "/agent_brief/*/*",
+                "/role_title",
+                "/mission",
+                "/outcomes/*/*",
+                "/responsibilities/*",
+                "/competencies/*",
+                "/revisit_when",
+                "/agent_brief/*",
+                "/agent_brief/*/*",
             ],
             &[],
             &["/work_mix/*/share"],
         ],
         ModeId::MapAccountability => [
             &[
-                "/outcomes/*/outcome", "/outcomes/*/metric", "/seats/*/responsibilities/*",
+                "/outcomes/*/outcome",
+                "/outcomes/*/metric",
+                "/seats/*/responsibilities/*",
                 "/conflicts/*/resolution",
             ],
             &[],
@@ -199,24 +248,25 @@ pub fn sourced(cx: &Ctx, item: &Value, at: &str, fields: &[&str], out: &mut Vec<
                 path,
                 "must hold no figure when source is not_provided: write \"unknown\"",
             ),
-            Some("caller_supplied" | "derived_from_caller_inputs") if unknown => push(
-                out,
-                path,
-                "is unknown, so source must be not_provided",
-            ),
+            Some("caller_supplied" | "derived_from_caller_inputs") if unknown => {
+                push(out, path, "is unknown, so source must be not_provided")
+            }
             Some("caller_supplied") => {
                 // "42% (21 of 50)": a rate written beside the caller's own count is theirs too.
                 let ratios = prose::ratios(&chars, &spans);
                 for sp in &spans {
                     let f = &sp.figure;
                     let own = cx.caller.iter().any(|c| c.matches(f))
-                        || (f.percent && ratios.iter().any(|r| Figure::exact(r * 100.0).matches(f)));
+                        || (f.percent
+                            && ratios.iter().any(|r| Figure::exact(r * 100.0).matches(f)));
                     if !own {
                         let written: String = chars[sp.chars.clone()].iter().collect();
                         push(
                             out,
                             path.clone(),
-                            format!("{written} is not the caller's own figure, but source is caller_supplied"),
+                            format!(
+                                "{written} is not the caller's own figure, but source is caller_supplied"
+                            ),
                         );
                     }
                 }
@@ -243,7 +293,11 @@ pub fn distinct(list: &[Value], key: Option<&str>, at: &str, what: &str, out: &m
                 Some(k) => format!("{at}/{i}/{k}"),
                 None => format!("{at}/{i}"),
             };
-            push(out, path, format!("repeats an earlier {what}: each must be different"));
+            push(
+                out,
+                path,
+                format!("repeats an earlier {what}: each must be different"),
+            );
         }
     }
 }

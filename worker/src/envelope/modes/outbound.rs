@@ -129,11 +129,19 @@ pub fn check(d: &Value, out: &mut Vec<Violation>) {
                 );
             }
             if let Some(mark) = markdown(s) {
-                push(out, at.clone(), format!("must be plain text, without markdown ({mark})"));
+                push(
+                    out,
+                    at.clone(),
+                    format!("must be plain text, without markdown ({mark})"),
+                );
             }
             let n = word_count(s);
             if field == "body" && n > BODY_WORDS {
-                push(out, at.clone(), format!("must be at most {BODY_WORDS} words, has {n}"));
+                push(
+                    out,
+                    at.clone(),
+                    format!("must be at most {BODY_WORDS} words, has {n}"),
+                );
             }
         }
     }

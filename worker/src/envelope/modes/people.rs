@@ -2,7 +2,7 @@
 
 use super::{Ctx, distinct, sourced};
 use crate::envelope::figures;
-use crate::envelope::text::{content_words, items, push, same, text};
+use crate::envelope::text::{content_words, items, push, text};
 use grove_common::schema::Violation;
 use serde_json::Value;
 
@@ -19,7 +19,8 @@ pub fn audit(cx: &Ctx, out: &mut Vec<Violation>) {
     let d = cx.d;
     let findings = items(d.get("findings"));
     for (i, f) in findings.iter().enumerate() {
-        let (Some(score), Some(status)) = (f.get("score").and_then(Value::as_f64), text(f, "status"))
+        let (Some(score), Some(status)) =
+            (f.get("score").and_then(Value::as_f64), text(f, "status"))
         else {
             continue;
         };
@@ -42,25 +43,54 @@ pub fn audit(cx: &Ctx, out: &mut Vec<Violation>) {
     if let Some(top) = text(d, "top_priority") {
         let words = content_words(top);
         let names_one = findings.iter().any(|f| {
-            let about = format!("{} {}", text(f, "area").unwrap_or(""), text(f, "fix").unwrap_or(""));
+            let about = format!(
+                "{} {}",
+                text(f, "area").unwrap_or(""),
+                text(f, "fix").unwrap_or("")
+            );
             content_words(&about).iter().any(|w| words.contains(w))
         });
         if !findings.is_empty() && !names_one {
-            push(out, "/deliverable/top_priority", "must be one of the findings (name its area or fix)");
+            push(
+                out,
+                "/deliverable/top_priority",
+                "must be one of the findings (name its area or fix)",
+            );
         }
     }
     distinct(findings, Some("area"), "/deliverable/findings", "area", out);
-    distinct(items(d.get("quick_wins")), None, "/deliverable/quick_wins", "quick win", out);
+    distinct(
+        items(d.get("quick_wins")),
+        None,
+        "/deliverable/quick_wins",
+        "quick win",
+        out,
+    );
 }
 
 pub fn role(cx: &Ctx, out: &mut Vec<Violation>) {
     let d = cx.d;
     let mix = items(d.get("work_mix"));
     for (i, w) in mix.iter().enumerate() {
-        sourced(cx, w, &format!("/deliverable/work_mix/{i}"), &["share"], out);
+        sourced(
+            cx,
+            w,
+            &format!("/deliverable/work_mix/{i}"),
+            &["share"],
+            out,
+        );
     }
-    distinct(mix, Some("work"), "/deliverable/work_mix", "kind of work", out);
-    let by = |who: &'static str| mix.iter().filter(move |w| text(w, "best_done_by") == Some(who));
+    distinct(
+        mix,
+        Some("work"),
+        "/deliverable/work_mix",
+        "kind of work",
+        out,
+    );
+    let by = |who: &'static str| {
+        mix.iter()
+            .filter(move |w| text(w, "best_done_by") == Some(who))
+    };
     let shares: Option<Vec<f64>> = mix
         .iter()
         .map(|w| text(w, "share").and_then(|s| figures::extract(s).first().map(|f| f.value)))
@@ -68,17 +98,22 @@ pub fn role(cx: &Ctx, out: &mut Vec<Violation>) {
     if let Some(shares) = &shares {
         let total: f64 = shares.iter().sum();
         if !mix.is_empty() && !(99.0..=101.0).contains(&total) {
-            push(out, "/deliverable/work_mix", format!("shares must add up to 100%, add up to {total}%"));
+            push(
+                out,
+                "/deliverable/work_mix",
+                format!("shares must add up to 100%, add up to {total}%"),
+            );
         }
     }
     let agent_share = match &shares {
-        Some(s) => mix
-            .iter()
-            .zip(s)
-            .filter(|(w, _)| text(w, "best_done_by") == Some("ai_agent"))
-            .map(|(_, v)| v)
-            .sum::<f64>()
-            / s.iter().sum::<f64>().max(1.0),
+        Some(s) => {
+            mix.iter()
+                .zip(s)
+                .filter(|(w, _)| text(w, "best_done_by") == Some("ai_agent"))
+                .map(|(_, v)| v)
+                .sum::<f64>()
+                / s.iter().sum::<f64>().max(1.0)
+        }
         None => by("ai_agent").count() as f64 / mix.len().max(1) as f64,
     };
     let ruling = text(d, "ruling");
@@ -87,9 +122,13 @@ pub fn role(cx: &Ctx, out: &mut Vec<Violation>) {
             Some("an agent ruling needs most of work_mix to be best_done_by ai_agent")
         }
         Some("do_not_fill")
-            if mix.iter().any(|w| !matches!(text(w, "best_done_by"), Some("eliminate" | "existing_team"))) =>
+            if mix.iter().any(|w| {
+                !matches!(text(w, "best_done_by"), Some("eliminate" | "existing_team"))
+            }) =>
         {
-            Some("do_not_fill needs every kind of work to be eliminated or absorbed by the existing team")
+            Some(
+                "do_not_fill needs every kind of work to be eliminated or absorbed by the existing team",
+            )
         }
         Some("hire_full_time" | "hire_part_time") if by("new_hire").next().is_none() => {
             Some("a hire needs work in work_mix best_done_by new_hire")
@@ -100,7 +139,11 @@ pub fn role(cx: &Ctx, out: &mut Vec<Violation>) {
         _ => None,
     };
     if let Some(f) = fault {
-        push(out, "/deliverable/ruling", format!("must follow the work mix: {f}"));
+        push(
+            out,
+            "/deliverable/ruling",
+            format!("must follow the work mix: {f}"),
+        );
     }
     let some_agent_work = by("ai_agent").next().is_some();
     agent_brief(d, ruling, some_agent_work, out);
@@ -109,7 +152,9 @@ pub fn role(cx: &Ctx, out: &mut Vec<Violation>) {
 /// The brief is filled for an agent ruling, may be filled when some of the work goes to an
 /// agent, and is left empty ("" and []) otherwise.
 fn agent_brief(d: &Value, ruling: Option<&str>, some_agent_work: bool, out: &mut Vec<Violation>) {
-    let Some(brief) = d.get("agent_brief") else { return };
+    let Some(brief) = d.get("agent_brief") else {
+        return;
+    };
     let filled = |k: &str| match brief.get(k) {
         Some(Value::String(s)) => !s.trim().is_empty(),
         Some(Value::Array(a)) => !a.is_empty(),
@@ -124,112 +169,27 @@ fn agent_brief(d: &Value, ruling: Option<&str>, some_agent_work: bool, out: &mut
             }
         }
         if ruling == Some("agent_with_owner_review") && !filled("human_review") {
-            push(out, path("human_review"), "must say who reviews what when the ruling is agent_with_owner_review");
+            push(
+                out,
+                path("human_review"),
+                "must say who reviews what when the ruling is agent_with_owner_review",
+            );
         }
     } else if ruling.is_some() && !some_agent_work {
-        for k in ["goal", "tasks", "tools_and_data", "guardrails", "human_review"] {
+        for k in [
+            "goal",
+            "tasks",
+            "tools_and_data",
+            "guardrails",
+            "human_review",
+        ] {
             if filled(k) {
-                push(out, path(k), "must be empty (\"\" or []) when no work goes to an agent");
+                push(
+                    out,
+                    path(k),
+                    "must be empty (\"\" or []) when no work goes to an agent",
+                );
             }
-        }
-    }
-}
-
-/// Role names that contain "and" but are one function.
-const ONE_ROLE_PHRASES: [&str; 6] = [
-    "research and development",
-    "health and safety",
-    "learning and development",
-    "mergers and acquisitions",
-    "profit and loss",
-    "accounts payable and receivable",
-];
-
-/// True when `owner` joins two owners: "and" between words, or `&` / `/` between whole words
-/// ("Ops/Finance", "Owner & manager"), but not inside an abbreviation ("R&D", "A/R").
-pub fn two_owners(owner: &str) -> bool {
-    let mut lower = format!(" {} ", owner.to_lowercase());
-    for p in ONE_ROLE_PHRASES {
-        lower = lower.replace(p, "x");
-    }
-    if lower.contains(" and ") {
-        return true;
-    }
-    let chars: Vec<char> = lower.chars().collect();
-    chars.iter().enumerate().any(|(i, c)| {
-        if !matches!(c, '&' | '/' | '+') {
-            return false;
-        }
-        let spaced = chars[i - 1].is_whitespace() || chars[i + 1].is_whitespace();
-        let left = chars[..i].iter().rev().take_while(|c| c.is_alphanumeric()).count();
-        let right = chars[i + 1..].iter().take_while(|c| c.is_alphanumeric()).count();
-        spaced || (left >= 2 && right >= 2)
-    })
-}
-
-pub fn accountability(cx: &Ctx, out: &mut Vec<Violation>) {
-    let d = cx.d;
-    let outcomes = items(d.get("outcomes"));
-    let conflicts: Vec<&str> = items(d.get("conflicts")).iter().filter_map(|c| text(c, "outcome")).collect();
-    let overloaded: Vec<&str> = items(d.get("overloaded")).iter().filter_map(Value::as_str).collect();
-    for (i, o) in outcomes.iter().enumerate() {
-        let at = |k: &str| format!("/deliverable/outcomes/{i}/{k}");
-        let owner = text(o, "owner");
-        if owner.is_some_and(two_owners) {
-            push(out, at("owner"), "must be one owner: no \"and\", \"/\" or \"&\" between two names");
-        }
-        if let Some(owner) = owner {
-            for (j, c) in items(o.get("contributors")).iter().enumerate() {
-                if c.as_str().is_some_and(|c| same(c, owner)) {
-                    push(out, format!("{}/{j}", at("contributors")), "must not be the owner: the owner is not also a contributor");
-                }
-            }
-        }
-        let outcome = text(o, "outcome").unwrap_or_default();
-        match text(o, "status") {
-            Some(s @ ("shared_needs_single_owner" | "orphaned"))
-                if !conflicts.iter().any(|c| same(c, outcome)) =>
-            {
-                push(out, at("status"), format!("is {s}, so conflicts must have an entry for this outcome"));
-            }
-            Some("owner_overloaded")
-                if !owner.is_some_and(|w| overloaded.iter().any(|x| same(x, w))) =>
-            {
-                push(out, at("status"), "is owner_overloaded, so the owner must be listed in overloaded");
-            }
-            _ => {}
-        }
-    }
-    let holders: Vec<&str> = items(d.get("seats"))
-        .iter()
-        .filter_map(|s| text(s, "holder"))
-        .chain(outcomes.iter().filter_map(|o| text(o, "owner")))
-        .collect();
-    for (j, who) in overloaded.iter().enumerate() {
-        if !holders.iter().any(|h| same(h, who)) {
-            push(out, format!("/deliverable/overloaded/{j}"), "must be a seat holder or an outcome owner");
-        }
-    }
-    for (j, c) in conflicts.iter().enumerate() {
-        if !outcomes.iter().any(|o| text(o, "outcome").is_some_and(|t| same(t, c))) {
-            push(out, format!("/deliverable/conflicts/{j}/outcome"), "must be one of outcomes[].outcome");
-        }
-    }
-    distinct(outcomes, Some("outcome"), "/deliverable/outcomes", "outcome", out);
-    distinct(items(d.get("seats")), Some("seat"), "/deliverable/seats", "seat", out);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::two_owners;
-
-    #[test]
-    fn one_owner_may_have_an_abbreviation_but_not_two_names() {
-        for one in ["Head of R&D", "P&L owner", "A/R clerk", "Head of Research and Development", "Brand manager"] {
-            assert!(!two_owners(one), "{one}");
-        }
-        for two in ["Practice manager and owner", "Ops/Finance", "Owner & manager", "Sales&Marketing", "Ops / Finance"] {
-            assert!(two_owners(two), "{two}");
         }
     }
 }

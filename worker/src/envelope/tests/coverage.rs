@@ -11,10 +11,18 @@ fn said(text: &str) -> Value {
 #[test]
 fn the_issue_message_fills_three_metrics_without_any_context() {
     let m = mode("diagnose_growth");
-    let r = said("We make $42,000 a month, get 30 leads a month and close 20%. Why is growth flat?");
+    let r =
+        said("We make $42,000 a month, get 30 leads a month and close 20%. Why is growth flat?");
     assert_eq!(missing_recommended(m, &r), vec!["company.what_they_sell"]);
     assert_eq!(confidence_ceiling(m, &r), Confidence::High);
-    let out = assemble(CoachId::Mary, m, &r, model_part(&sample(m.id)), (0, 0), json!({}));
+    let out = assemble(
+        CoachId::Mary,
+        m,
+        &r,
+        model_part(&sample(m.id)),
+        (0, 0),
+        json!({}),
+    );
     assert_eq!(out["context_gaps"][0], json!("company.what_they_sell"));
     assert!(
         !out["context_gaps"]
@@ -30,7 +38,9 @@ fn the_issue_message_fills_three_metrics_without_any_context() {
 #[test]
 fn what_the_caller_sells_counts_from_a_plain_statement() {
     let m = mode("diagnose_growth");
-    let r = said("We sell monthly bookkeeping to restaurants. We make $42,000 a month, get 30 leads a month and close 20%.");
+    let r = said(
+        "We sell monthly bookkeeping to restaurants. We make $42,000 a month, get 30 leads a month and close 20%.",
+    );
     assert_eq!(missing_recommended(m, &r), Vec::<&str>::new());
 }
 
@@ -42,7 +52,11 @@ fn wishes_other_firms_and_earlier_assistant_turns_do_not_count() {
         "Similar firms close 20% of leads and make $42,000 a month.",
     ] {
         assert_eq!(missing_recommended(m, &said(text)).len(), 4, "{text}");
-        assert_eq!(confidence_ceiling(m, &said(text)), Confidence::Low, "{text}");
+        assert_eq!(
+            confidence_ceiling(m, &said(text)),
+            Confidence::Low,
+            "{text}"
+        );
     }
     let r = json!({"mode": "diagnose_growth", "messages": [
         {"role": "assistant", "content": "You make $42,000 a month and close 20%."},
@@ -53,18 +67,45 @@ fn wishes_other_firms_and_earlier_assistant_turns_do_not_count() {
 #[test]
 fn each_metric_reads_under_its_context_name() {
     let cases = [
-        ("rescue_churn", "We lose about 7% of members monthly.", "metrics.monthly_churn_pct"),
-        ("rewrite_pricing", "Our average order is $210.", "metrics.average_order_value_usd"),
-        ("rewrite_pricing", "We charge $180 per visit.", "offer.price_usd"),
-        ("funnel_review", "We get 6,000 site visits a month.", "metrics.traffic_per_month"),
-        ("funnel_review", "Our site is https://example.com", "company.website"),
-        ("write_outbound_sequence", "Our ideal customer is a property manager.", "audience.icp"),
+        (
+            "rescue_churn",
+            "We lose about 7% of members monthly.",
+            "metrics.monthly_churn_pct",
+        ),
+        (
+            "rewrite_pricing",
+            "Our average order is $210.",
+            "metrics.average_order_value_usd",
+        ),
+        (
+            "rewrite_pricing",
+            "We charge $180 per visit.",
+            "offer.price_usd",
+        ),
+        (
+            "funnel_review",
+            "We get 6,000 site visits a month.",
+            "metrics.traffic_per_month",
+        ),
+        (
+            "funnel_review",
+            "Our site is https://example.com",
+            "company.website",
+        ),
+        (
+            "write_outbound_sequence",
+            "Our ideal customer is a property manager.",
+            "audience.icp",
+        ),
     ];
     for (mode_id, text, field) in cases {
         let m = mode(mode_id);
         let bare = json!({"mode": mode_id, "messages": [{"role": "user", "content": "Help."}]});
         let r = json!({"mode": mode_id, "messages": [{"role": "user", "content": text}]});
         assert!(missing_recommended(m, &bare).contains(&field), "{field}");
-        assert!(!missing_recommended(m, &r).contains(&field), "{text} → {field}");
+        assert!(
+            !missing_recommended(m, &r).contains(&field),
+            "{text} → {field}"
+        );
     }
 }

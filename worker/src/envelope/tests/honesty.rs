@@ -35,16 +35,28 @@ fn a_basis_whose_result_is_wrong_is_refused_and_the_right_one_passes() {
 #[test]
 fn wrong_sums_ratios_and_rounding_are_refused_in_every_mode_that_shows_them() {
     // The value still shows $690, so it is not the (wrong) result of basis either.
-    flags("design_offer", &["/numbers/1/basis", "/numbers/1/value"], |s| {
-        *at(s, "/numbers/1/basis") = json!("6 sessions × $95 + $120 gait analysis = $650");
-    });
-    flags("rescue_churn", &["/numbers/2/basis", "/numbers/2/value"], |s| {
-        *at(s, "/numbers/2/basis") = json!("21 early cancellations / 50 cancellations = 48%");
-    });
+    flags(
+        "design_offer",
+        &["/numbers/1/basis", "/numbers/1/value"],
+        |s| {
+            *at(s, "/numbers/1/basis") = json!("6 sessions × $95 + $120 gait analysis = $650");
+        },
+    );
+    flags(
+        "rescue_churn",
+        &["/numbers/2/basis", "/numbers/2/value"],
+        |s| {
+            *at(s, "/numbers/2/basis") = json!("21 early cancellations / 50 cancellations = 48%");
+        },
+    );
     // 4,500 / 42,000 is 10.7%: 10.2% is not a rounding of it.
-    flags("diagnose_growth", &["/numbers/2/basis", "/numbers/2/value"], |s| {
-        *at(s, "/numbers/2/basis") = json!("$4,500 / $42,000 monthly revenue = 10.2%");
-    });
+    flags(
+        "diagnose_growth",
+        &["/numbers/2/basis", "/numbers/2/value"],
+        |s| {
+            *at(s, "/numbers/2/basis") = json!("$4,500 / $42,000 monthly revenue = 10.2%");
+        },
+    );
     flags("diagnose_growth", &["/numbers/0/basis"], |s| {
         *at(s, "/numbers/0/basis") = json!("20 leads × 45% close rate\n= 9 new clients");
     });
@@ -54,7 +66,9 @@ fn wrong_sums_ratios_and_rounding_are_refused_in_every_mode_that_shows_them() {
 fn an_invented_benchmark_in_the_reply_is_refused() {
     let v = after("diagnose_growth", |s| {
         let reply = s["reply"].as_str().unwrap().to_owned();
-        s["reply"] = json!(format!("{reply} Firms like yours usually close 47% of leads."));
+        s["reply"] = json!(format!(
+            "{reply} Firms like yours usually close 47% of leads."
+        ));
     });
     assert_eq!(paths(&v), vec!["/reply"]);
     assert!(first_message(&v).starts_with("47% is not a figure the caller gave"));
@@ -71,11 +85,18 @@ fn invented_figures_in_caveats_diagnosis_and_deliverable_text_are_refused() {
     flags("diagnose_growth", &["/deliverable/evidence/0"], |s| {
         *at(s, "/deliverable/evidence/0") = json!("The typical firm keeps clients 38 months.");
     });
-    flags("write_outbound_sequence", &["/deliverable/emails/0/body"], |s| {
-        let body = s["deliverable"]["emails"][0]["body"].as_str().unwrap().to_owned();
-        *at(s, "/deliverable/emails/0/body") =
-            json!(format!("{body} Clients cut emergency calls by 63%."));
-    });
+    flags(
+        "write_outbound_sequence",
+        &["/deliverable/emails/0/body"],
+        |s| {
+            let body = s["deliverable"]["emails"][0]["body"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            *at(s, "/deliverable/emails/0/body") =
+                json!(format!("{body} Clients cut emergency calls by 63%."));
+        },
+    );
     // A fact field takes no proposal words either: "under" does not excuse a forecast.
     flags("rewrite_pricing", &["/deliverable/expected_effect"], |s| {
         *at(s, "/deliverable/expected_effect") = json!("Churn should stay under 4% a month.");
@@ -105,18 +126,29 @@ fn sourced_texts_hold_the_callers_figures_derived_ones_or_unknown() {
     flags("decide_stack", &["/deliverable/options/0/cost"], |s| {
         *at(s, "/deliverable/options/0/source") = json!("caller_supplied");
     });
-    flags("map_automation", &["/deliverable/candidates/3/time_per_run"], |s| {
-        *at(s, "/deliverable/candidates/3/time_per_run") = json!("6 hours");
-    });
+    flags(
+        "map_automation",
+        &["/deliverable/candidates/3/time_per_run"],
+        |s| {
+            *at(s, "/deliverable/candidates/3/time_per_run") = json!("6 hours");
+        },
+    );
     // Unknown time cannot be called the caller's, nor yield hours saved.
     flags(
         "map_automation",
-        &["/deliverable/candidates/0/time_per_run", "/deliverable/candidates/0/hours_saved"],
+        &[
+            "/deliverable/candidates/0/time_per_run",
+            "/deliverable/candidates/0/hours_saved",
+        ],
         |s| *at(s, "/deliverable/candidates/0/time_per_run") = json!("unknown"),
     );
-    flags("plan_capacity", &["/deliverable/growth_target/statement"], |s| {
-        *at(s, "/deliverable/growth_target/statement") = json!("$150,000 a month");
-    });
+    flags(
+        "plan_capacity",
+        &["/deliverable/growth_target/statement"],
+        |s| {
+            *at(s, "/deliverable/growth_target/statement") = json!("$150,000 a month");
+        },
+    );
     flags("rescue_churn", &[], |s| {
         *at(s, "/deliverable/churn_segments/0/share") = json!("42% (21 of 50)");
     });

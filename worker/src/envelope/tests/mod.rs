@@ -5,6 +5,7 @@ mod assembly;
 mod coverage;
 mod honesty;
 mod modes;
+mod modes_ops;
 mod rules;
 mod samples;
 mod schemas;

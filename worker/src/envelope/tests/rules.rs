@@ -69,9 +69,13 @@ fn first_ranked_lever_is_the_thinking_lever() {
 #[test]
 fn numbers_trace_to_the_caller() {
     // An invented operand, and (so) a result the calculation does not give.
-    flags("diagnose_growth", &["/numbers/0/basis", "/numbers/0/basis"], |s| {
-        *at(s, "/numbers/0/basis") = json!("20 leads × 45% close rate × 1.15 = 9 new clients");
-    });
+    flags(
+        "diagnose_growth",
+        &["/numbers/0/basis", "/numbers/0/basis"],
+        |s| {
+            *at(s, "/numbers/0/basis") = json!("20 leads × 45% close rate × 1.15 = 9 new clients");
+        },
+    );
     flags("diagnose_growth", &["/numbers/1/value"], |s| {
         *at(s, "/numbers/1/value") = json!("$5,000");
     });

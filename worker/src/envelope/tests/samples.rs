@@ -77,18 +77,3 @@ fn a_samples_model_part_fits_the_model_schema_and_both_provider_copies() {
         }
     }
 }
-
-#[test]
-#[ignore]
-fn dump_sample_problems() {
-    for m in all_modes() {
-        let s = sample(m.id);
-        let mut v = registry().mode(m.id).response.violations(&s);
-        v.extend(check(m, &request(m.id), &s));
-        let missing = missing_recommended(m, &request(m.id));
-        println!("== {} missing={missing:?}", m.id);
-        for x in v {
-            println!("  {} : {}", x.path, x.message);
-        }
-    }
-}
