@@ -274,4 +274,13 @@ mod tests {
             Vec::<String>::new()
         );
     }
+
+    #[test]
+    fn odd_text_never_panics() {
+        for text in [
+            "", "1", "$", "9am", "24/7", "10:", ":30", "½", "🎯 5%", "1,", "—-—", "day-",
+        ] {
+            flagged(text, "1");
+        }
+    }
 }

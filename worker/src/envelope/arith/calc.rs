@@ -1,9 +1,12 @@
 //! Interval arithmetic over the tokens of one calculation: every operand stands for every value
 //! its written precision allows, so a result can be checked against what the figures permit.
 
-use super::Lookup;
 use super::tokens::Tok;
 use crate::envelope::figures::Figure;
+
+/// What a known figure may stand for, in its written units: a point for the caller's figures
+/// and unit constants, an earlier result's computed value together with its display.
+pub type Lookup<'a> = &'a dyn Fn(&Figure) -> Option<Interval>;
 
 /// A computed quantity: every value the written figures allow (`lo..=hi`) and the value the
 /// figures give as written (`nom`, for messages).

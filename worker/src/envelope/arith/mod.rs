@@ -13,7 +13,7 @@
 mod calc;
 mod tokens;
 
-pub use calc::Interval;
+pub use calc::{Interval, Lookup};
 
 use super::figures::{self, Figure, Span};
 use calc::{Value, in_units, operand, operand_points, parse, shown};
@@ -50,10 +50,6 @@ pub struct Chain {
     /// What is wrong with the calculation itself, as rule text.
     pub faults: Vec<String>,
 }
-
-/// What a known figure may stand for, in its written units: a point for the caller's figures
-/// and unit constants, an earlier result's computed value together with its display.
-pub type Lookup<'a> = &'a dyn Fn(&Figure) -> Option<Interval>;
 
 /// Evaluates `basis`; `lookup` gives the exact value of a figure we know, which then counts
 /// without the rounding slack of its written precision.

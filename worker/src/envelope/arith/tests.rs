@@ -118,3 +118,34 @@ fn restated_results_and_trailing_figures_are_reported_for_tracing() {
     assert_eq!(c.results.len(), 1);
     assert!(faults("20 × 2 =").iter().any(|f| f.contains("no result")));
 }
+
+/// The model writes `basis`: no text may panic the reader, only produce faults.
+#[test]
+fn odd_text_never_panics() {
+    let odd = [
+        "",
+        "=",
+        "≈≈",
+        "((1 = 2",
+        "1))) = 1",
+        "$ = %",
+        "- = -",
+        "1, = 1.",
+        "1e5 = 100000",
+        "½ = 0.5",
+        "١٢٣ = 123",
+        "🎯 7 × 🎯 = 7",
+        "24/7/365 = 1",
+        "x x x = 3",
+        "9am: = :30",
+        "0 / 0 = 0",
+        "1 / 0.0 = 1",
+        "99999999999999999999 × 9 = 1",
+        "—5 = 5",
+        "5%% = 5",
+    ];
+    for text in odd {
+        let _ = evaluate(text, &|_| None);
+        let _ = evaluate(text, &|f| Some(Interval::point(f.value)));
+    }
+}

@@ -69,3 +69,19 @@ fn wishes_other_businesses_and_loose_figures_do_not_count() {
         vec!["metrics.close_rate_pct"]
     );
 }
+
+#[test]
+fn odd_messages_never_panic() {
+    for text in [
+        "",
+        ".",
+        ",,,",
+        "and and but",
+        "$",
+        "%",
+        "🎯 we make $1 a month",
+        "x\n\n;;",
+    ] {
+        let _ = stated_fields([text].into_iter());
+    }
+}

@@ -1,7 +1,7 @@
 //! map_accountability: one owner per outcome, owners apart from contributors, and conflicts for
 //! every outcome whose ownership is shared or missing.
 
-use super::{Ctx, distinct};
+use super::shared::{Ctx, distinct};
 use crate::envelope::text::{items, push, same, text};
 use grove_common::schema::Violation;
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! rescue_churn and plan_onboarding.
 
-use super::{Ctx, distinct, sourced};
+use super::shared::{Ctx, distinct, sourced};
 use crate::envelope::figures;
 use crate::envelope::prose;
 use crate::envelope::text::{content_words, int, items, push, same, text};

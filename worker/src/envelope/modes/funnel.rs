@@ -1,7 +1,7 @@
 //! funnel_review: rates that trace, a biggest leak that is one of the stages, and no traffic
 //! before the leak is fixed.
 
-use super::{Ctx, distinct};
+use super::shared::{Ctx, distinct};
 use crate::envelope::figures::Figure;
 use crate::envelope::text::{at, has_any, items, push, text};
 use grove_common::schema::Violation;

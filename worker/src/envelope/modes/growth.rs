@@ -1,6 +1,6 @@
 //! diagnose_growth, design_offer, rewrite_pricing and funnel_review.
 
-use super::{Ctx, distinct};
+use super::shared::{Ctx, distinct};
 use crate::envelope::text::{at, has_any, items, push, same, text};
 use grove_common::schema::Violation;
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! plan_capacity, draft_sop, decide_stack and map_automation.
 
-use super::{Ctx, distinct, sourced};
+use super::shared::{Ctx, distinct, sourced};
 use crate::envelope::text::{
     at, content_words, has_any, int, items, push, same, strings, text, words,
 };

@@ -1,6 +1,6 @@
 //! audit_function, scope_role and map_accountability.
 
-use super::{Ctx, distinct, sourced};
+use super::shared::{Ctx, distinct, sourced};
 use crate::envelope::figures;
 use crate::envelope::text::{content_words, items, push, text};
 use grove_common::schema::Violation;

@@ -1,6 +1,6 @@
 //! handle_objections and position_against_alternatives.
 
-use super::{Ctx, distinct};
+use super::shared::{Ctx, distinct};
 use crate::envelope::figures;
 use crate::envelope::text::{at, content_words, items, push, same, text, word_count};
 use crate::envelope::trace::display;

@@ -1,7 +1,7 @@
 //! decide_stack and map_automation: which tools and automations to adopt, from the caller's
 //! costs and times.
 
-use super::{Ctx, distinct, sourced};
+use super::shared::{Ctx, distinct, sourced};
 use crate::envelope::prose;
 use crate::envelope::text::{at, int, items, push, same, text};
 use grove_common::schema::Violation;

@@ -226,8 +226,14 @@ fn string_bounds_are_kept_for_validation_and_described_to_providers() {
         let d = copy.pointer(diagnosis).unwrap();
         assert!(d.get("maxLength").is_none(), "{p:?}");
         let text = d["description"].as_str().unwrap();
-        assert!(text.ends_with("(not empty, at most 300 characters)"), "{p:?}: {text}");
-        let g = copy.pointer(goal).unwrap()["description"].as_str().unwrap().to_owned();
+        assert!(
+            text.ends_with("(not empty, at most 300 characters)"),
+            "{p:?}: {text}"
+        );
+        let g = copy.pointer(goal).unwrap()["description"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         assert!(g.ends_with("(at most 200 characters)"), "{p:?}: {g}");
     }
 }
