@@ -27,9 +27,13 @@ pub(super) struct Judge<'a> {
 }
 
 impl Judge<'_> {
-    pub(super) fn verdict(&self, mut answer: Value, usage: Usage) -> Verdict {
-        let mut repairs = envelope::enum_case(self.response.json(), &mut answer);
-        let mut env = envelope::assemble(
+    pub(super) fn verdict(&self, answer: Value, usage: Usage) -> Verdict {
+        let envelope::Review {
+            envelope: mut env,
+            problems,
+            mut repairs,
+        } = envelope::review(
+            self.response,
             self.coach,
             self.mode,
             self.request,
@@ -37,15 +41,15 @@ impl Judge<'_> {
             (usage.input_tokens, usage.output_tokens),
             self.receipt.clone(),
         );
-        let problems = self.problems(&env);
         if problems.is_empty() {
             return Verdict::Deliver {
                 envelope: env,
                 repairs,
             };
         }
-        let (more, left) =
-            envelope::safe_repairs(self.response.json(), &mut env, |e| self.problems(e));
+        let (more, left) = envelope::safe_repairs(self.response.json(), &mut env, |e| {
+            envelope::problems(self.response, self.mode, self.request, e)
+        });
         if left.is_empty() && !more.is_empty() {
             repairs.extend(more);
             return Verdict::Deliver {
@@ -54,17 +58,5 @@ impl Judge<'_> {
             };
         }
         Verdict::Reask(problems)
-    }
-
-    /// Schema and rule problems together: the rule checks read every field defensively, so they
-    /// run on an envelope the schema rejects too, and one re-ask can name everything.
-    fn problems(&self, env: &Value) -> Vec<Violation> {
-        let mut all = self.response.violations(env);
-        for v in envelope::check(self.mode, self.request, env) {
-            if !all.contains(&v) {
-                all.push(v);
-            }
-        }
-        all
     }
 }

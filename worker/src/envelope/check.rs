@@ -1,7 +1,11 @@
 //! Rules a JSON Schema cannot state (CONTRACT 8, last paragraph), checked on the assembled
 //! envelope after the published schema. Every field is read defensively: the model wrote it.
 
-use super::{coverage, modes, trace};
+use super::figures::Figure;
+use super::modes::{self, Ctx, FieldKind};
+use super::prose::{self, Pool};
+use super::text::{items, push, sentences, strings};
+use super::{coverage, style, trace};
 use grove_common::catalog::Mode;
 use grove_common::schema::Violation;
 use serde_json::Value;
@@ -15,14 +19,16 @@ pub fn check(mode: &Mode, request: &Value, envelope: &Value) -> Vec<Violation> {
     if let Some(reply) = envelope.get("reply").and_then(Value::as_str) {
         let n = reply.chars().count();
         if n > caps.reply_max_chars {
-            out.push(Violation::new(
+            push(
+                &mut out,
                 "/reply",
                 format!(
                     "must be at most {} characters, is {n}; aim for under {} words",
                     caps.reply_max_chars, caps.reply_word_target
                 ),
-            ));
+            );
         }
+        style::reply(&caps, reply, &mut out);
     }
     count("/numbers", envelope, 0, caps.numbers_max, &mut out);
     count(
@@ -33,36 +39,96 @@ pub fn check(mode: &Mode, request: &Value, envelope: &Value) -> Vec<Violation> {
         &mut out,
     );
     count("/caveats", envelope, 0, caps.caveats_max, &mut out);
-
     for (i, caveat) in items(envelope.get("caveats")).iter().enumerate() {
         let n = caveat.as_str().map(sentences).unwrap_or(1);
         if n != 1 {
-            out.push(Violation::new(
+            push(
+                &mut out,
                 format!("/caveats/{i}"),
                 "must be exactly one sentence",
-            ));
+            );
         }
     }
 
-    // "The first item is the recommendation" (spec 2.6), for any deliverable with ranked levers.
-    let first_lever = envelope.pointer("/deliverable/ranked_levers/0/lever");
-    let lever = envelope.pointer("/thinking/lever");
-    if let (Some(Value::String(first)), Some(Value::String(lever))) = (first_lever, lever)
-        && !same(first, lever)
-    {
-        out.push(Violation::new(
-            "/deliverable/ranked_levers/0/lever",
-            "must equal thinking.lever",
-        ));
+    // Numbers first: what they show is what prose may cite.
+    let caller = coverage::caller_figures(request);
+    let mut known = trace::Known::new(&caller);
+    let numbers = envelope.get("numbers").unwrap_or(&Value::Null);
+    out.extend(trace::check_into(numbers, &mut known));
+    let mut cited = caller.clone();
+    cited.extend_from_slice(known.earlier());
+    let d = envelope.get("deliverable").unwrap_or(&Value::Null);
+    let mut typed = Vec::new();
+    typed_numbers(d, false, &mut typed);
+    let pool = Pool {
+        cited: &cited,
+        typed: &typed,
+    };
+
+    let mut prose_texts: Vec<(String, &str)> = Vec::new();
+    strings(
+        envelope.get("reply").unwrap_or(&Value::Null),
+        "/reply",
+        &mut prose_texts,
+    );
+    strings(
+        envelope.get("caveats").unwrap_or(&Value::Null),
+        "/caveats",
+        &mut prose_texts,
+    );
+    let diagnosis = envelope
+        .pointer("/thinking/diagnosis")
+        .unwrap_or(&Value::Null);
+    strings(diagnosis, "/thinking/diagnosis", &mut prose_texts);
+    for (path, s) in prose_texts {
+        prose::check(&path, s, &pool, true, &mut out);
+    }
+    let mut texts = Vec::new();
+    strings(d, "", &mut texts);
+    for (rel, s) in texts {
+        if is_enum_like(s) {
+            continue;
+        }
+        let path = format!("/deliverable{rel}");
+        match modes::field_kind(mode.id, &rel) {
+            FieldKind::Proposal | FieldKind::Sourced => {}
+            FieldKind::Fact => prose::check(&path, s, &pool, false, &mut out),
+            FieldKind::Prose => prose::check(&path, s, &pool, true, &mut out),
+        }
     }
 
-    let numbers = envelope.get("numbers").unwrap_or(&Value::Null);
-    out.extend(trace::check_numbers(
-        numbers,
-        &coverage::caller_figures(request),
-    ));
-    out.extend(modes::check(mode.id, envelope));
+    let caller_text = coverage::caller_text(request);
+    let cx = Ctx {
+        envelope,
+        d,
+        caller: &caller,
+        pool: &pool,
+        caller_text: &caller_text,
+    };
+    modes::check(mode.id, &cx, &mut out);
     out
+}
+
+/// Numbers the deliverable types as the coach's own (prices, scores, days, ranks). A stage's
+/// `estimated_conversion_pct` is not one: it must itself trace.
+fn typed_numbers(v: &Value, skip: bool, out: &mut Vec<Figure>) {
+    match v {
+        Value::Number(n) if !skip => out.extend(n.as_f64().map(Figure::exact)),
+        Value::Array(list) => list.iter().for_each(|x| typed_numbers(x, false, out)),
+        Value::Object(map) => {
+            for (k, x) in map {
+                typed_numbers(x, k == "estimated_conversion_pct", out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// An enum value ("30_days", "1_week") rather than text.
+fn is_enum_like(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 fn count(path: &str, envelope: &Value, min: usize, max: usize, out: &mut Vec<Violation>) {
@@ -70,116 +136,8 @@ fn count(path: &str, envelope: &Value, min: usize, max: usize, out: &mut Vec<Vio
         return;
     };
     if list.len() > max {
-        out.push(Violation::new(
-            path,
-            format!("must have at most {max} items"),
-        ));
+        push(out, path, format!("must have at most {max} items"));
     } else if list.len() < min {
-        out.push(Violation::new(
-            path,
-            format!("must have at least {min} items"),
-        ));
-    }
-}
-
-/// The items of an array, or none if the value is missing or not an array.
-pub(super) fn items(value: Option<&Value>) -> &[Value] {
-    value
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-}
-
-/// Equal after trimming, case-folding, collapsing spaces and dropping a final full stop: the
-/// model restating a lever or a name must not fail on punctuation.
-pub(super) fn same(a: &str, b: &str) -> bool {
-    fold(a) == fold(b)
-}
-
-fn fold(s: &str) -> String {
-    let s = s.trim().trim_end_matches('.');
-    s.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase()
-}
-
-/// Abbreviations whose full stop does not end a sentence.
-const ABBREVIATIONS: [&str; 16] = [
-    "e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "st", "approx", "inc", "ltd", "co", "u.s",
-    "no", "cf",
-];
-
-/// How many sentences `text` holds: a `.`, `!` or `?` followed by a space and more text starts a
-/// new one, unless it closes an abbreviation or an initial; a line break with text after it does too.
-pub(super) fn sentences(text: &str) -> usize {
-    let chars: Vec<char> = text.trim().chars().collect();
-    if chars.is_empty() {
-        return 0;
-    }
-    let mut count = 1;
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '\n' {
-            count += 1;
-            while i < chars.len() && chars[i].is_whitespace() {
-                i += 1;
-            }
-            continue;
-        }
-        if matches!(c, '.' | '!' | '?') {
-            let mut j = i;
-            while j < chars.len() && matches!(chars[j], '.' | '!' | '?' | '"' | '\'' | ')') {
-                j += 1;
-            }
-            let spaced = j < chars.len() && chars[j] == ' ';
-            if spaced && c == '.' && abbreviation_before(&chars, i) {
-                i = j;
-                continue;
-            }
-            if spaced {
-                count += 1;
-            }
-            i = j;
-            continue;
-        }
-        i += 1;
-    }
-    count
-}
-
-fn abbreviation_before(chars: &[char], dot: usize) -> bool {
-    let start = chars[..dot]
-        .iter()
-        .rposition(|c| c.is_whitespace() || *c == '(')
-        .map_or(0, |p| p + 1);
-    let word: String = chars[start..dot].iter().collect::<String>().to_lowercase();
-    let initial = word.chars().count() == 1 && word.chars().all(char::is_alphabetic);
-    initial || ABBREVIATIONS.contains(&word.as_str())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counts_sentences_but_not_abbreviations_decimals_or_initials() {
-        assert_eq!(sentences("One claim, with a clause; and more."), 1);
-        assert_eq!(
-            sentences("Costs $3.50 per unit, e.g. for J. Smith vs. others."),
-            1
-        );
-        assert_eq!(sentences("First. Second."), 2);
-        assert_eq!(sentences("Is it? Maybe"), 2);
-        assert_eq!(sentences("Line one\nLine two"), 2);
-        assert_eq!(sentences("   "), 0);
-        assert_eq!(sentences("Ends with a quote \"like this.\""), 1);
-    }
-
-    #[test]
-    fn same_ignores_case_spacing_and_final_stop() {
-        assert!(same(" Cut churn  first.", "cut churn first"));
-        assert!(!same("Cut churn", "Cut costs"));
+        push(out, path, format!("must have at least {min} items"));
     }
 }

@@ -1,6 +1,7 @@
 //! How much the caller told us: missing recommended context, whether any figures were given, and
 //! the confidence the answer may claim as a result (llm.md §7: enforced in code, not only asked for).
 
+use super::facts;
 use super::figures::{self, Figure};
 use grove_common::catalog::Mode;
 use serde_json::Value;
@@ -34,12 +35,15 @@ impl Confidence {
 }
 
 /// The mode's recommended context fields (dotted, catalog order) that the request does not give:
-/// absent, null, or blank. An empty list or object counts as not given either.
+/// absent, null, or blank in `context` (an empty list or object counts as not given either) and
+/// not stated unambiguously in the caller's own messages ([`facts`]).
 pub fn missing_recommended(mode: &Mode, request: &Value) -> Vec<&'static str> {
     let context = request.get("context");
+    let stated = facts::stated_fields(user_messages(request));
     mode.recommended_context
         .iter()
         .copied()
+        .filter(|path| !stated.contains(path))
         .filter(|path| {
             let mut at = context;
             for key in path.split('.') {
@@ -84,6 +88,23 @@ fn collect_context(value: &Value, out: &mut Vec<Figure>) {
     }
 }
 
+/// The caller's own words: every `user` message and every string of `context`, one per line.
+pub fn caller_text(request: &Value) -> String {
+    let mut parts: Vec<&str> = user_messages(request).collect();
+    fn strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+        match v {
+            Value::String(s) => out.push(s),
+            Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+            Value::Object(m) => m.values().for_each(|x| strings(x, out)),
+            _ => {}
+        }
+    }
+    if let Some(c) = request.get("context") {
+        strings(c, &mut parts);
+    }
+    parts.join("\n")
+}
+
 /// The content of each `user` message, in order.
 pub fn user_messages(request: &Value) -> impl Iterator<Item = &str> {
     request
@@ -111,8 +132,7 @@ pub fn caller_gave_numbers(request: &Value) -> bool {
 ///   while a missing metric is exactly the "key quantity missing" of llm.md's medium rubric);
 /// - **medium** otherwise.
 ///
-/// Fields stated only in the messages still count as missing: the structured context is the only
-/// thing we can check, and missing fields are what `context_gaps` asks the caller to send next time.
+/// A field stated plainly in the messages counts as given, exactly as if it were in `context`.
 pub fn confidence_ceiling(mode: &Mode, request: &Value) -> Confidence {
     let missing = missing_recommended(mode, request);
     let (n, m) = (mode.recommended_context.len(), missing.len());

@@ -1,5 +1,7 @@
-//! Numeric literals in free text ("1,200", "$4,500", "12%", "3.5k", "1.2m"), and the rounding
-//! tolerance that decides whether two written figures are the same number.
+//! Numeric literals in free text ("1,200", "$4,500", "12%", "3.5k", "1.2m"), where they stand,
+//! and the rounding tolerance that decides whether two written figures are the same number.
+
+use std::ops::Range;
 
 /// One number as written in text.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -8,8 +10,10 @@ pub struct Figure {
     /// Half of the last written digit's step ("16.8" → 0.05, "3.5k" → 50, "17" → 0.5): a figure
     /// rounded for display still matches the exact number it came from.
     pub half_step: f64,
-    /// Written with a trailing `%`, so 45% also matches 0.45.
+    /// Written with a trailing `%` (or the word "percent"), so 45% also matches 0.45.
     pub percent: bool,
+    /// Written with a `$` in front (or "USD"/"dollars" after): money, never a unit constant.
+    pub currency: bool,
 }
 
 impl Figure {
@@ -18,12 +22,17 @@ impl Figure {
             value,
             half_step: 0.0,
             percent: false,
+            currency: false,
         }
+    }
+
+    /// Neither money nor a rate: the only kind a unit constant may stand for.
+    pub fn is_plain(&self) -> bool {
+        !self.percent && !self.currency
     }
 
     /// Same number within the rounding either side may have applied.
     pub fn matches(&self, other: &Figure) -> bool {
-        let close = |a: f64, b: f64, tol: f64| (a - b).abs() <= tol + 1e-9 * a.abs().max(b.abs());
         let tol = self.half_step.max(other.half_step);
         if close(self.value, other.value, tol) {
             return true;
@@ -32,12 +41,37 @@ impl Figure {
         (self.percent && close(self.value / 100.0, other.value, tol / 100.0))
             || (other.percent && close(self.value, other.value / 100.0, tol / 100.0))
     }
+
+    /// Same number to the last bit (either way round for a rate): the caller's own figure, not
+    /// one that merely rounds to it.
+    pub fn equals(&self, other: &Figure) -> bool {
+        let eq = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+        eq(self.value, other.value)
+            || (self.percent && eq(self.value / 100.0, other.value))
+            || (other.percent && eq(self.value, other.value / 100.0))
+    }
+}
+
+pub fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol + 1e-9 * a.abs().max(b.abs())
+}
+
+/// A figure and the characters it was written with (char indices, sign and suffix included).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Span {
+    pub figure: Figure,
+    pub chars: Range<usize>,
 }
 
 /// Every numeric literal in `text`, in order. Signs are ignored (a `-` is usually an operator or a
 /// hyphen), digits glued to a preceding letter are not numbers ("Q4", "B2B", "H1"), commas count
 /// only as thousands separators, and a `k`, `m` or `bn` suffix that ends the word scales the value.
 pub fn extract(text: &str) -> Vec<Figure> {
+    spans(text).into_iter().map(|s| s.figure).collect()
+}
+
+/// [`extract`] with the position of each figure, for readers that look at the words around it.
+pub fn spans(text: &str) -> Vec<Span> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
@@ -47,16 +81,26 @@ pub fn extract(text: &str) -> Vec<Figure> {
             continue;
         }
         let glued = i > 0 && (chars[i - 1].is_alphabetic() || chars[i - 1] == '_');
-        let (figure, next) = read_number(&chars, i);
+        let (mut figure, next) = read_number(&chars, i);
         if !glued {
-            out.push(figure);
+            let start = if i > 0 && chars[i - 1] == '$' {
+                i - 1
+            } else {
+                i
+            };
+            figure.currency = start < i || money_word_after(&chars, next);
+            out.push(Span {
+                figure,
+                chars: start..next,
+            });
         }
         i = next.max(i + 1);
     }
     out
 }
 
-/// Reads the number starting at `start` (a digit); returns it and the index after it.
+/// Reads the number starting at `start` (a digit); returns it and the index after it (past any
+/// `%`).
 fn read_number(chars: &[char], start: usize) -> (Figure, usize) {
     let digit = |j: usize| chars.get(j).is_some_and(|c| c.is_ascii_digit());
     let mut digits = String::new();
@@ -85,12 +129,21 @@ fn read_number(chars: &[char], start: usize) -> (Figure, usize) {
         }
     }
     let value: f64 = digits.parse().unwrap_or(0.0);
-    let (scale, after) = suffix(chars, i);
-    let percent = chars.get(after) == Some(&'%');
+    let (scale, mut after) = suffix(chars, i);
+    let mut percent = false;
+    if chars.get(after) == Some(&'%') {
+        percent = true;
+        after += 1;
+    } else if word_at(chars, after + 1).eq_ignore_ascii_case("percent")
+        && chars.get(after) == Some(&' ')
+    {
+        percent = true;
+    }
     let figure = Figure {
         value: value * scale,
         half_step: 0.5 * 10f64.powi(-decimals) * scale,
         percent,
+        currency: false,
     };
     (figure, after)
 }
@@ -105,6 +158,23 @@ fn suffix(chars: &[char], i: usize) -> (f64, usize) {
         Some('b') if lower(i + 1) == Some('n') && ends_word(i + 2) => (1e9, i + 2),
         _ => (1.0, i),
     }
+}
+
+/// The alphabetic word starting at `i` ("" when none).
+fn word_at(chars: &[char], i: usize) -> String {
+    chars
+        .iter()
+        .skip(i)
+        .take_while(|c| c.is_alphabetic())
+        .collect()
+}
+
+fn money_word_after(chars: &[char], i: usize) -> bool {
+    chars.get(i) == Some(&' ')
+        && matches!(
+            word_at(chars, i + 1).to_lowercase().as_str(),
+            "usd" | "dollars" | "dollar"
+        )
 }
 
 #[cfg(test)]
@@ -126,6 +196,19 @@ mod tests {
             vec![12_000_000.0, 1.0, 2.0, 3.0, 4567.0]
         );
         assert!(extract("12%")[0].percent);
+        assert!(extract("a 12 percent rise")[0].percent);
+        let f = extract("$4,500 and 300 USD and 7");
+        assert_eq!(
+            f.iter().map(|f| f.currency).collect::<Vec<_>>(),
+            vec![true, true, false]
+        );
+    }
+
+    #[test]
+    fn spans_cover_the_sign_digits_and_percent() {
+        let s = spans("pay $4,500 or 12% now");
+        assert_eq!(s[0].chars, 4..10);
+        assert_eq!(s[1].chars, 14..17);
     }
 
     #[test]
@@ -148,5 +231,7 @@ mod tests {
         assert!(f("45%").matches(&f("0.45")));
         assert!(f("3.5k").matches(&f("3,520")));
         assert!(!f("18").matches(&f("19")));
+        assert!(f("45%").equals(&Figure::exact(45.0)));
+        assert!(!f("17").equals(&f("16.8")));
     }
 }

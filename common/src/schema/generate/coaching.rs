@@ -2,7 +2,7 @@
 //! response envelope around each mode's deliverable (spec 2.4, CONTRACT 7), from the catalog.
 
 use super::node::{
-    Node, arr, constant, int, list, ne, non_negative, num, obj, obj_with, one_of, s, sm, up_to,
+    Node, arr, constant, int, list, ne, nem, non_negative, num, obj, obj_with, one_of, sm, up_to,
 };
 use super::{DRAFT, deliverables};
 use crate::catalog::{self, Mode};
@@ -94,6 +94,11 @@ pub fn sandbox_flag() -> Value {
     constant(true).d("Present (true) only on a free sandbox response; a paid response omits it.")
 }
 
+/// `thinking.diagnosis`: one sentence.
+const DIAGNOSIS_MAX: usize = 300;
+/// `thinking.lever`, and the first ranked lever that must equal it.
+pub const LEVER_MAX: usize = 120;
+
 pub fn response(mode: &Mode) -> Value {
     let caps = mode.tier.caps();
     let agents: Vec<&str> = catalog::coaches_offering(mode.id)
@@ -110,28 +115,28 @@ pub fn response(mode: &Mode) -> Value {
         "mode": constant(mode.id),
         "reply": ne().set("maxLength", caps.reply_max_chars).d(&words),
         "thinking": obj(json!({
-            "diagnosis": ne().d("The one binding constraint."),
-            "lever": ne().d("One lever."),
+            "diagnosis": nem(DIAGNOSIS_MAX).d("The one binding constraint, in one sentence."),
+            "lever": nem(LEVER_MAX).d("One lever, as a short imperative phrase."),
             "confidence": one_of(&["low", "medium", "high"])
                 .d("low when little context is given; high only with real numbers."),
         })),
         "numbers": up_to(obj(json!({
-            "label": ne(),
-            "value": ne().d("Display string."),
+            "label": nem(80),
+            "value": nem(40).d("Display string."),
             "basis": sm(240).d("The finished one-line calculation, no working-out."),
         })), caps.numbers_max)
         .d("Supporting numbers; empty when the caller gave no numbers."),
         "actions": list(obj(json!({
-            "title": ne().d("Imperative."),
-            "steps": list(ne(), 1, 6).d("Ordered."),
+            "title": nem(100).d("Imperative."),
+            "steps": list(nem(200), 1, 6).d("Ordered."),
             "effort": one_of(&["hours", "days", "weeks"]),
-            "metric": s(),
+            "metric": sm(160),
         })), caps.actions_min, caps.actions_max),
-        "caveats": up_to(s(), caps.caveats_max).d(
+        "caveats": up_to(sm(240), caps.caveats_max).d(
             "One sentence each; empty when inputs are consistent; the only place for uncertainty."
         ),
         "deliverable": deliverable,
-        "context_gaps": arr(s(), 0, None).d(
+        "context_gaps": arr(sm(160), 0, None).d(
             "Recommended context fields the caller did not give (dotted paths), then at most \
              three more gaps in plain words."
         ),

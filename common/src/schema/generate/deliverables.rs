@@ -1,9 +1,12 @@
 //! Each mode's deliverable: the seven of spec 2.6 here, the nine of CONTRACT 8 (no nulls) in
 //! `deliverables_contract.rs`. Cross-field rules a schema cannot state are enforced by the
-//! worker (`envelope/modes.rs`) and only described here.
+//! worker (`envelope/modes/`) and only described here. Every free string is bounded: a
+//! grammar-constrained model stops, and a client can size its storage. The bounds follow the
+//! field's purpose (a name, a sentence, a short paragraph) inside the tier's reply cap.
 
+use super::coaching::LEVER_MAX;
 use super::deliverables_contract as contract;
-use super::node::{Node, int, list, non_negative, obj, one_of, pct, s, string_or_null, up_to};
+use super::node::{Node, int, list, non_negative, obj, one_of, pct, sm, string_or_null, up_to};
 use crate::catalog::ModeId;
 use serde_json::{Value, json};
 
@@ -33,56 +36,57 @@ fn diagnose_growth() -> Value {
     obj(json!({
         "binding_constraint": one_of(&["demand", "conversion", "retention", "pricing", "delivery"])
             .d("The one discipline that binds growth."),
-        "evidence": up_to(s(), 4),
+        "evidence": up_to(sm(200), 4),
         "ranked_levers": list(obj(json!({
-            "lever": s(),
-            "why": s(),
+            "lever": sm(LEVER_MAX),
+            "why": sm(240),
             "expected_impact": one_of(&["small", "moderate", "large"]),
         })), 1, 3)
         .d("Ranked; the first item is the recommendation."),
-        "do_not_do": up_to(s(), 3),
+        "do_not_do": up_to(sm(160), 3),
     }))
 }
 
 fn design_offer() -> Value {
     obj(json!({
-        "offer_name": s(),
-        "promise": s().d("Outcome with a time frame."),
+        "offer_name": sm(80),
+        "promise": sm(200).d("Outcome with a time frame."),
         "price_point_usd": non_negative(),
-        "price_rationale": s(),
-        "guarantee": s(),
-        "inclusions": list(s(), 1, 7),
-        "bonuses": up_to(s(), 3),
-        "why_it_converts": s(),
+        "price_rationale": sm(300),
+        "guarantee": sm(300),
+        "inclusions": list(sm(120), 1, 7),
+        "bonuses": up_to(sm(160), 3),
+        "why_it_converts": sm(300),
     }))
 }
 
 fn rewrite_pricing() -> Value {
     obj(json!({
-        "current_read": s(),
+        "current_read": sm(300),
         "recommended_tiers": list(obj(json!({
-            "name": s(),
+            "name": sm(40),
             "price_usd": non_negative(),
-            "for_whom": s(),
-            "includes": list(s(), 1, 6),
-        })), 1, 4),
-        "migration_note": s(),
-        "expected_effect": s(),
+            "for_whom": sm(160),
+            "includes": list(sm(120), 1, 6),
+        })), 1, 4)
+        .d("Cheapest first."),
+        "migration_note": sm(400),
+        "expected_effect": sm(300),
     }))
 }
 
 fn funnel_review() -> Value {
     obj(json!({
         "stages": list(obj(json!({
-            "stage": s(),
+            "stage": sm(80),
             "estimated_conversion_pct": json!({"type": ["number", "null"]}).d(
                 "Estimated conversion of this stage in percent; null when unknown."
             ),
-            "leak": s(),
-            "fix": s(),
+            "leak": sm(240),
+            "fix": sm(240),
         })), 1, 6),
-        "biggest_leak": s(),
-        "quick_win": s(),
+        "biggest_leak": sm(240).d("Names the stage losing the most, and why."),
+        "quick_win": sm(240),
     }))
 }
 
@@ -107,52 +111,53 @@ fn write_outbound_sequence() -> Value {
         are permitted.",
     );
     obj(json!({
-        "icp": s(),
+        "icp": sm(300),
         "channel": one_of(&["email", "linkedin", "cold_call"]),
         "merge_fields": merge_fields,
         "emails": list(obj(json!({
             "step": int().set("minimum", 1),
             "send_day": int().d("Days after step 1; step 1 is day 0.").set("minimum", 0),
-            "subject": s(),
-            "body": s().d(
+            "subject": sm(120),
+            "body": sm(1200).d(
                 "Personalised only with the five permitted merge tokens, each declared in \
                  merge_fields; no invented bracket placeholders."
             ),
-            "goal": s(),
+            "goal": sm(160),
         })), 1, 6),
-        "follow_up_rule": s(),
-        "personalization_inputs": up_to(s(), 4).d("Things findable in about two minutes."),
+        "follow_up_rule": sm(300),
+        "personalization_inputs": up_to(sm(120), 4).d("Things findable in about two minutes."),
     }))
 }
 
 fn audit_function() -> Value {
     obj(json!({
-        "discipline": s(),
+        "discipline": sm(80),
         "overall_score": pct("Score 0-100."),
         "findings": list(obj(json!({
-            "area": s(),
+            "area": sm(80),
             "score": pct("Score 0-100."),
-            "status": one_of(&["strong", "adequate", "weak", "critical"]),
-            "evidence": s(),
-            "fix": s(),
+            "status": one_of(&["strong", "adequate", "weak", "critical"])
+                .d("Agrees with the score: critical 0-24, weak 25-49, adequate 50-74, strong 75-100."),
+            "evidence": sm(300),
+            "fix": sm(240),
         })), 2, 7),
-        "top_priority": s(),
-        "quick_wins": up_to(s(), 3),
+        "top_priority": sm(240),
+        "quick_wins": up_to(sm(160), 3),
     }))
 }
 
 fn handle_objections() -> Value {
     obj(json!({
         "objections": list(obj(json!({
-            "objection": s(),
-            "what_they_really_mean": s(),
-            "response_script": s().d("Speakable, under 60 words."),
-            "evidence_to_bring": s(),
-            "concession_allowed": string_or_null(),
+            "objection": sm(160),
+            "what_they_really_mean": sm(240),
+            "response_script": sm(400).d("Speakable, under 60 words."),
+            "evidence_to_bring": sm(240),
+            "concession_allowed": string_or_null(160),
         })), 3, 7)
         .d("Ordered by revenue cost, most expensive first."),
-        "most_expensive_objection": s(),
-        "pre_empt": s(),
-        "disqualifiers": up_to(s(), 3),
+        "most_expensive_objection": sm(160).d("The same text as the first objection."),
+        "pre_empt": sm(300),
+        "disqualifiers": up_to(sm(160), 3),
     }))
 }

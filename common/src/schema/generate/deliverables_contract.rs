@@ -1,6 +1,10 @@
 //! The nine deliverables of CONTRACT 8: bounded strings, closed enums, no nulls. The rules that
 //! tie fields together (an `against` that names an alternative, ranks that run 1..k, ...) are
-//! the worker's (`envelope/modes.rs`); the descriptions state them for the caller.
+//! the worker's (`envelope/modes/`); the descriptions state them for the caller. Beyond
+//! CONTRACT 8, five deliverables carry what their mode promises (issue 9): the capacity plan's
+//! growth target and when delivery runs out, the revenue at stake per churn segment, the hours
+//! each automation saves, the switching cost of a stack decision, and an agent brief when a role
+//! is ruled an agent's.
 
 use super::node::{Node, constant, int_range, list, obj, one_of, sm, source};
 use serde_json::{Value, json};
@@ -53,6 +57,14 @@ pub fn plan_capacity() -> Value {
         })), 1, 4),
         "add_capacity_trigger": sm(200),
         "assumptions": list(sm(160), 0, 3),
+        "growth_target": obj(json!({
+            "statement": sm(160).d("The growth the plan must absorb, with its figures, or \"unknown\"."),
+            "source": source(),
+        })),
+        "capacity_runs_out": sm(200).d(
+            "When delivery runs out: the volume or date at which the bottleneck hits its limit, \
+             or \"unknown\"."
+        ),
     }))
 }
 
@@ -93,6 +105,9 @@ pub fn rescue_churn() -> Value {
             "source": source(),
             "evidence": one_of(&["caller_data", "caller_anecdote", "inferred"]),
             "rationale": sm(200),
+            "monthly_revenue_at_stake": sm(60).d(
+                "Revenue this segment costs per month, from the caller's figures, or \"unknown\"."
+            ),
         })), 1, 6),
         "save_plays": list(obj(json!({
             "segment": sm(120).d("A churn_segments[].segment whose class is preventable."),
@@ -159,6 +174,10 @@ pub fn decide_stack() -> Value {
             "negative": list(sm(160), 1, 3),
         })),
         "revisit_when": sm(200),
+        "switching_cost": obj(json!({
+            "estimate": sm(160).d("What moving to the choice costs (money, hours, migration), or \"unknown\"."),
+            "source": source(),
+        })),
     }))
 }
 
@@ -178,6 +197,9 @@ pub fn map_automation() -> Value {
                                  "ai_agent", "keep_manual", "fix_process_first"]),
             "risk_if_wrong": one_of(&["low", "medium", "high"]),
             "rationale": sm(200),
+            "hours_saved": sm(60).d(
+                "Hours a week or month this saves, from the caller's figures, or \"unknown\"."
+            ),
         })), 1, 8),
         "do_not_automate": list(obj(json!({"task": sm(120), "reason": sm(160)})), 0, 3),
         "first_pilot": obj(json!({
@@ -211,6 +233,18 @@ pub fn scope_role() -> Value {
                            "agent_with_owner_review", "do_not_fill"]),
         "ruling_rationale": sm(300),
         "revisit_when": sm(200),
+        "agent_brief": obj(json!({
+            "goal": sm(200),
+            "tasks": list(sm(120), 0, 5),
+            "tools_and_data": list(sm(120), 0, 4),
+            "guardrails": list(sm(160), 0, 4),
+            "human_review": sm(160),
+        }))
+        .d(
+            "Filled when the ruling is agent or agent_with_owner_review (goal, tasks and \
+             guardrails required; human_review required for agent_with_owner_review); empty \
+             strings and lists otherwise."
+        ),
     }))
 }
 

@@ -43,6 +43,11 @@ pub fn ne() -> Value {
     s().set("minLength", 1)
 }
 
+/// A non-empty string of at most `max` characters.
+pub fn nem(max: usize) -> Value {
+    ne().set("maxLength", max)
+}
+
 pub fn num() -> Value {
     json!({"type": "number"})
 }
@@ -77,9 +82,9 @@ pub fn constant(value: impl Into<Value>) -> Value {
     json!({"const": value.into()})
 }
 
-/// A string or null, without further bounds.
-pub fn string_or_null() -> Value {
-    json!({"type": ["string", "null"]})
+/// A string of at most `max` characters, or null.
+pub fn string_or_null(max: usize) -> Value {
+    json!({"type": ["string", "null"], "maxLength": max})
 }
 
 /// An array of `min` (omitted when 0) to `max` items.

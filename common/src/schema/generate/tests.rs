@@ -134,3 +134,62 @@ fn every_file_is_self_contained_closed_and_strict_in_its_responses() {
     }
     assert_eq!(files().len(), 2 * MODES.len() + 2);
 }
+
+/// Issue 9: a grammar-constrained model stops, and a client can size its storage, only when
+/// every string the model writes has a maximum length. Server-filled keys are not the model's.
+#[test]
+fn every_string_the_model_writes_in_a_response_has_a_max_length() {
+    let mut checked = 0;
+    for m in MODES.iter() {
+        let schema = super::coaching::response(m);
+        for (key, node) in schema["properties"].as_object().expect("properties") {
+            if ["agent", "mode", "usage", "receipt", "sandbox"].contains(&key.as_str()) {
+                continue;
+            }
+            walk(node, &format!("/{key}"), &mut |at, n| {
+                let is_string = match n.get("type") {
+                    Some(Value::String(t)) => t == "string",
+                    Some(Value::Array(ts)) => ts.contains(&Value::from("string")),
+                    _ => false,
+                };
+                if is_string && !n.contains_key("enum") && !n.contains_key("const") {
+                    let max = n.get("maxLength").and_then(Value::as_u64);
+                    assert!(max.is_some_and(|x| x > 0), "{} {at}: no maxLength", m.id);
+                    checked += 1;
+                }
+            });
+        }
+    }
+    assert!(checked > 300, "{checked} strings checked");
+}
+
+#[test]
+fn richer_deliverables_carry_what_their_mode_promises() {
+    let prop = |mode: ModeId, pointer: &str| {
+        let m = crate::catalog::mode(mode);
+        super::coaching::response(m)["properties"]["deliverable"]
+            .pointer(pointer)
+            .is_some()
+    };
+    assert!(prop(
+        ModeId::ScopeRole,
+        "/properties/agent_brief/properties/guardrails"
+    ));
+    assert!(prop(
+        ModeId::PlanCapacity,
+        "/properties/growth_target/properties/statement"
+    ));
+    assert!(prop(ModeId::PlanCapacity, "/properties/capacity_runs_out"));
+    assert!(prop(
+        ModeId::RescueChurn,
+        "/properties/churn_segments/items/properties/monthly_revenue_at_stake"
+    ));
+    assert!(prop(
+        ModeId::MapAutomation,
+        "/properties/candidates/items/properties/hours_saved"
+    ));
+    assert!(prop(
+        ModeId::DecideStack,
+        "/properties/switching_cost/properties/estimate"
+    ));
+}

@@ -2,6 +2,10 @@
 //! written by hand, each paired here with an imaginary caller whose figures they use.
 
 mod assembly;
+mod coverage;
+mod honesty;
+mod modes;
+mod modes_ops;
 mod rules;
 mod samples;
 mod schemas;

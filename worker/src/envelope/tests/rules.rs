@@ -4,19 +4,19 @@ use super::*;
 use crate::envelope::check;
 
 /// The violations of `mode_id`'s sample after `edit`.
-fn after(mode_id: &str, edit: impl FnOnce(&mut Value)) -> Vec<Violation> {
+pub fn after(mode_id: &str, edit: impl FnOnce(&mut Value)) -> Vec<Violation> {
     let mut s = sample(mode_id);
     edit(&mut s);
     check(mode(mode_id), &request(mode_id), &s)
 }
 
 /// `edit` breaks exactly the rules at `expected`, and nothing else.
-fn flags(mode_id: &str, expected: &[&str], edit: impl FnOnce(&mut Value)) {
+pub fn flags(mode_id: &str, expected: &[&str], edit: impl FnOnce(&mut Value)) {
     let v = after(mode_id, edit);
     assert_eq!(paths(&v), expected, "{mode_id}: {v:?}");
 }
 
-fn at<'a>(v: &'a mut Value, pointer: &str) -> &'a mut Value {
+pub fn at<'a>(v: &'a mut Value, pointer: &str) -> &'a mut Value {
     v.pointer_mut(pointer).unwrap()
 }
 
@@ -68,9 +68,14 @@ fn first_ranked_lever_is_the_thinking_lever() {
 
 #[test]
 fn numbers_trace_to_the_caller() {
-    flags("diagnose_growth", &["/numbers/0/basis"], |s| {
-        *at(s, "/numbers/0/basis") = json!("20 leads × 45% close rate × 1.15 = 9 new clients");
-    });
+    // An invented operand, and (so) a result the calculation does not give.
+    flags(
+        "diagnose_growth",
+        &["/numbers/0/basis", "/numbers/0/basis"],
+        |s| {
+            *at(s, "/numbers/0/basis") = json!("20 leads × 45% close rate × 1.15 = 9 new clients");
+        },
+    );
     flags("diagnose_growth", &["/numbers/1/value"], |s| {
         *at(s, "/numbers/1/value") = json!("$5,000");
     });
@@ -245,9 +250,11 @@ fn every_outcome_has_one_owner() {
             },
         );
     }
-    flags("map_accountability", &[], |s| {
-        *at(s, "/deliverable/outcomes/0/owner") = json!("Brand manager");
-    });
+    for one in ["Brand manager", "Head of R&D", "P&L owner"] {
+        flags("map_accountability", &[], |s| {
+            *at(s, "/deliverable/outcomes/0/owner") = json!(one);
+        });
+    }
 }
 
 /// The model controls every field: replacing any node of any sample with a value of the wrong

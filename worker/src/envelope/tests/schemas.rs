@@ -210,3 +210,30 @@ fn dropped_caps_move_into_descriptions() {
     let status = &decide["properties"]["deliverable"]["properties"]["status"];
     assert_eq!(status, &json!({"const": "proposed", "type": "string"}));
 }
+
+/// Issue 9: the published schema bounds every free string; the model schema keeps the bounds
+/// (our own validation uses the full published schema), and each provider copy, which may not
+/// carry `maxLength`, states it in the description instead.
+#[test]
+fn string_bounds_are_kept_for_validation_and_described_to_providers() {
+    let model = model_schema(published("scope_role"));
+    let goal = "/properties/deliverable/properties/agent_brief/properties/goal";
+    assert_eq!(model.pointer(goal).unwrap()["maxLength"], json!(200));
+    let diagnosis = "/properties/thinking/properties/diagnosis";
+    assert_eq!(model.pointer(diagnosis).unwrap()["maxLength"], json!(300));
+    for p in PROVIDERS {
+        let copy = provider_schema(&model, p);
+        let d = copy.pointer(diagnosis).unwrap();
+        assert!(d.get("maxLength").is_none(), "{p:?}");
+        let text = d["description"].as_str().unwrap();
+        assert!(
+            text.ends_with("(not empty, at most 300 characters)"),
+            "{p:?}: {text}"
+        );
+        let g = copy.pointer(goal).unwrap()["description"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(g.ends_with("(at most 200 characters)"), "{p:?}: {g}");
+    }
+}

@@ -2,8 +2,7 @@
 //! message, each declared in `merge_fields`; anything that looks like a fill-in-the-blank
 //! (`[Name]`, `{name}`, `<first name>`, `*|FNAME|*`, `%NAME%`) would go out to a prospect verbatim.
 
-use super::check::items;
-use super::modes::{int, push, text};
+use crate::envelope::text::{int, items, push, text, word_count};
 use grove_common::schema::Violation;
 use serde_json::Value;
 
@@ -15,6 +14,9 @@ pub const MERGE_TOKENS: [&str; 5] = [
     "{{role}}",
     "{{city}}",
 ];
+
+/// Most words in one message body: "bodies are short" (a cold email reads in under a minute).
+pub const BODY_WORDS: usize = 150;
 
 /// Longest run between brackets still read as a placeholder rather than prose.
 const MAX_INNER: usize = 40;
@@ -126,6 +128,21 @@ pub fn check(d: &Value, out: &mut Vec<Violation>) {
                     format!("placeholder {p} is not allowed; use a merge token or plain words"),
                 );
             }
+            if let Some(mark) = markdown(s) {
+                push(
+                    out,
+                    at.clone(),
+                    format!("must be plain text, without markdown ({mark})"),
+                );
+            }
+            let n = word_count(s);
+            if field == "body" && n > BODY_WORDS {
+                push(
+                    out,
+                    at.clone(),
+                    format!("must be at most {BODY_WORDS} words, has {n}"),
+                );
+            }
         }
     }
     for (j, f) in declared.iter().enumerate() {
@@ -152,7 +169,7 @@ pub fn check(d: &Value, out: &mut Vec<Violation>) {
         if i == 0 && day != 0 {
             push(
                 out,
-                "/deliverable/emails/0/send_day".into(),
+                "/deliverable/emails/0/send_day",
                 "must be 0: step 1 is day 0",
             );
         }
@@ -165,6 +182,23 @@ pub fn check(d: &Value, out: &mut Vec<Violation>) {
         }
         prev_day = Some(day);
     }
+}
+
+/// The first markdown mark in `s`, if any: emphasis, a heading, a link or a code span.
+pub fn markdown(s: &str) -> Option<&'static str> {
+    if s.contains("**") || s.contains("__") {
+        return Some("bold");
+    }
+    if s.lines().any(|l| l.trim_start().starts_with('#')) {
+        return Some("a heading");
+    }
+    if s.contains("](") {
+        return Some("a link");
+    }
+    if s.contains('`') {
+        return Some("a code span");
+    }
+    None
 }
 
 #[cfg(test)]

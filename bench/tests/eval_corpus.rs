@@ -1,0 +1,46 @@
+//! The evaluation corpus as a regression test: every clean answer (written for a distinct
+//! caller) is delivered, and every defective answer is refused at the path of the rule it
+//! breaks. `cargo run -p grove-bench --bin eval` prints the same run as a table.
+
+use grove_bench::eval::{run, tally};
+
+#[test]
+fn every_defect_is_caught_and_no_clean_answer_is_refused() {
+    let outcomes = run().expect("the corpus loads");
+    let wrong: Vec<String> = outcomes
+        .iter()
+        .filter(|o| !o.as_expected)
+        .map(|o| format!("{} [{}]: {:?}", o.id, o.rule, o.problems))
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+
+    // The corpus keeps its promised size: 80+ defects across all 16 modes, 32+ clean answers
+    // for distinct callers.
+    let rows = tally(&outcomes);
+    assert_eq!(rows.len(), 16);
+    for (mode, t) in &rows {
+        assert!(t.defects >= 5 && t.clean >= 2, "{mode}: {t:?}");
+    }
+    let defects: usize = rows.iter().map(|(_, t)| t.defects).sum();
+    let clean: usize = rows.iter().map(|(_, t)| t.clean).sum();
+    assert!(
+        defects >= 80 && clean >= 32,
+        "{defects} defects, {clean} clean"
+    );
+}
+
+#[test]
+fn every_clean_answer_is_written_for_a_different_caller() {
+    let clean = grove_bench::eval::clean_answers().expect("the corpus loads");
+    let mut messages: Vec<String> = clean
+        .iter()
+        .map(|c| c.request["messages"].to_string())
+        .collect();
+    messages.sort();
+    messages.dedup();
+    assert_eq!(
+        messages.len(),
+        clean.len(),
+        "two clean answers share a caller"
+    );
+}
