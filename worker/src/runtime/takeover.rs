@@ -6,9 +6,12 @@
 //! compare-and-set in `calls::take_over` lets one win; a later redelivery of the dead run's job
 //! finds the call done or held by a live run, and calls no model.
 //!
-//! Each process takes its share of what it found (the count divided by the processes alive), in
-//! random order, so the calls of a dead worker spread over the others instead of landing as one
-//! batch on the first to look (which the next crash would catch all at once).
+//! Each process takes only its fair share, in random order: what would bring the calls it runs up
+//! to the average over the processes alive (counting the orphans), so the calls of a dead worker
+//! spread over the others instead of landing as one batch on the first to look (which the next
+//! crash would catch all at once). A process that is slow to look (a busy machine) still gets its
+//! share, because the others stop at theirs. An orphan nobody took within `PATIENCE` looks is
+//! taken by whoever sees it, so a live process that stopped looking cannot strand it.
 
 use super::InFlight;
 use crate::jobs::{Deps, run_started};
@@ -25,17 +28,23 @@ use uuid::Uuid;
 pub const EVERY: Duration = Duration::from_millis(250);
 /// Running calls read per look.
 const CANDIDATES: u64 = 256;
+/// Looks an orphan waits for a fair taker before any process takes it (2 s at `EVERY`).
+const PATIENCE: u32 = 8;
+
+/// Orphans this process has seen and left to others, with how many looks in a row.
+pub type Seen = std::collections::HashMap<Uuid, u32>;
 
 /// Looks every `EVERY` until `stopped`.
 pub async fn run(deps: Arc<Deps>, mut stopped: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(EVERY);
+    let mut seen = Seen::new();
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = stopped.wait_for(|s| *s) => return,
         }
-        if let Err(e) = pass(&deps).await {
+        if let Err(e) = pass(&deps, &mut seen).await {
             // The database is unreachable: the next look tries again.
             tracing::warn!(error = %e, "takeover look failed");
         }
@@ -44,12 +53,14 @@ pub async fn run(deps: Arc<Deps>, mut stopped: watch::Receiver<bool>) {
 
 /// One look. Returns how many calls this process took over (their runs go on in the
 /// background).
-pub async fn pass(deps: &Arc<Deps>) -> Result<usize, DbErr> {
+pub async fn pass(deps: &Arc<Deps>, seen: &mut Seen) -> Result<usize, DbErr> {
     let me = deps.liveness.key();
     let running = calls::running_elsewhere(&deps.db, me, CANDIDATES).await?;
     if running.is_empty() {
+        seen.clear();
         return Ok(0);
     }
+    let elsewhere = running.len();
     let alive = deps.liveness.alive(&deps.db).await?;
     let now = Utc::now();
     let mut orphans: Vec<_> = running
@@ -60,10 +71,24 @@ pub async fn pass(deps: &Arc<Deps>) -> Result<usize, DbErr> {
             (lapsed || dead).then_some((r, lapsed))
         })
         .collect();
-    let share = orphans.len().div_ceil(alive.count());
+    // Fair share: up to the average load of the live processes, orphans included.
+    let mine = InFlight::count();
+    let fair = (elsewhere + mine).div_ceil(alive.count().max(1));
+    let share = fair.saturating_sub(mine);
+    seen.retain(|id, _| orphans.iter().any(|(o, _)| o.id == *id));
+    for (o, _) in &orphans {
+        *seen.entry(o.id).or_default() += 1;
+    }
     orphans.shuffle(&mut rand::rng());
+    // Orphans that waited out their patience first, then this process's fair share of the rest.
+    orphans
+        .sort_by_key(|(o, _)| std::cmp::Reverse(seen.get(&o.id).copied().unwrap_or(0) > PATIENCE));
+    let overdue = orphans
+        .iter()
+        .filter(|(o, _)| seen.get(&o.id).copied().unwrap_or(0) > PATIENCE)
+        .count();
     let mut taken = 0;
-    for (orphan, lapsed) in orphans.into_iter().take(share) {
+    for (orphan, lapsed) in orphans.into_iter().take(overdue.max(share)) {
         let runner = Runner {
             run: Uuid::now_v7(),
             process: me,
