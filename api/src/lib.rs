@@ -1,4 +1,5 @@
-//! Grove's HTTP API: the free surfaces, request validation, the sandbox and the x402 gate.
+//! Grove's HTTP API: the free surfaces, request validation, the sandbox and the x402 gate. A
+//! library only: the `api` binary is the `grove` package's, which composes it with a back end.
 
 mod app;
 mod error;
@@ -6,6 +7,7 @@ mod extract;
 mod mcp;
 mod metrics;
 mod paid;
+mod products;
 mod render;
 mod request_id;
 mod review;
@@ -14,7 +16,7 @@ mod state;
 mod validate;
 mod x402;
 
-pub use app::{Application, StartError};
+pub use app::{Application, BackEnd, Foundation, StartError};
 pub use error::ApiError;
 pub use x402::cdp::CdpSigner;
 pub use x402::chain::{ChainError, ChainReader, IUsdc, SelfSettler, USDC};
@@ -22,7 +24,9 @@ pub use x402::facilitator::{
     Facilitator, FacilitatorError, HttpFacilitator, LocalFacilitator, SettleRequest,
     SettleResponse, requirements_for,
 };
-pub use x402::payment::{Expected, PaymentRejection, VerifiedPayment, verify};
+pub use x402::payload::PaymentPayload;
+pub use x402::payment::{Expected, VerifiedPayment, verify, verify_payload};
+pub use x402::rejection::PaymentRejection;
 pub use x402::settle::{
     AuthorizationQuery, AuthorizationReader, AuthorizationState, SentTransaction, SettleOutcome,
     Settler,

@@ -35,7 +35,7 @@ pub struct Inner {
     /// The embedded worker's sweeper (None when `worker` processes run it).
     pub sweeps: Option<Arc<grove_common::jobs::SweepStats>>,
     /// Settled calls whose failed push is being retried.
-    pub push_retries: crate::paid::push::Retries,
+    pub push_retries: crate::paid::retries::Retries,
 }
 
 impl AppState {

@@ -4,17 +4,18 @@
 use crate::error::ApiError;
 use grove_common::{
     catalog::{self, Coach, MODES, Mode, ModeId},
+    requests::{self, CoachingRequest},
     schema::{SchemaRegistry, Violation},
 };
 use serde_json::Value;
 
 /// Validates a coaching body as the variant whose mode constant matches (spec 2.3), and returns
-/// the mode. Every violation is reported, not just the first.
+/// the mode and the body as its type. Every violation is reported, not just the first.
 pub fn coaching_request(
     schemas: &SchemaRegistry,
     coach: &Coach,
-    body: &Value,
-) -> Result<&'static Mode, ApiError> {
+    body: Value,
+) -> Result<(&'static Mode, CoachingRequest), ApiError> {
     if !body.is_object() {
         return Err(ApiError::Validation(vec![Violation::new(
             "",
@@ -27,7 +28,7 @@ pub fn coaching_request(
         .and_then(|m| ModeId::parse(m).ok());
     let Some(mode) = parsed.map(catalog::mode) else {
         // No variant matches: check the rest of the body against any variant, then name the mode.
-        let mut violations = schemas.mode(ModeId::ALL[0]).request.violations(body);
+        let mut violations = schemas.mode(ModeId::ALL[0]).request.violations(&body);
         violations.retain(|v| v.path != "/mode");
         let problem = match requested {
             None => "is required".to_owned(),
@@ -43,7 +44,7 @@ pub fn coaching_request(
         violations.insert(0, Violation::new("/mode", problem));
         return Err(ApiError::Validation(violations));
     };
-    let violations = schemas.mode(mode.id).request.violations(body);
+    let violations = schemas.mode(mode.id).request.violations(&body);
     if !violations.is_empty() {
         return Err(ApiError::Validation(violations));
     }
@@ -54,5 +55,6 @@ pub fn coaching_request(
             offered: coach.modes.iter().map(|m| m.mode.as_str()).collect(),
         });
     }
-    Ok(mode)
+    let request = requests::parse(body).map_err(|v| ApiError::Validation(vec![v]))?;
+    Ok((mode, request))
 }

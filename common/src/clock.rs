@@ -1,12 +1,28 @@
-//! The one source of "now" for scheduling logic. Quiet hours, consent age and follow-up timing all
-//! read a `Clock`, so tests can pin an instant (and move it) instead of sleeping or racing the
-//! wall clock.
+//! The one source of "now". A `Clock` has two readings:
+//!
+//! - `now`, the service's instant: idempotency windows, quiet hours, consent age, cooldowns and
+//!   follow-up timing read it, so tests can pin an instant (and move it) instead of sleeping or
+//!   racing the wall clock;
+//! - `wall`, the real instant: what the outside world measures against (a payment's
+//!   `validAfter`/`validBefore` on chain, token lifetimes), and what retry schedules, leases and
+//!   stored record times use. Tests never freeze it: a frozen wall would stall every retry.
 
 use chrono::{DateTime, TimeDelta, Utc};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub trait Clock: Send + Sync + 'static {
+    /// The service's instant (tests move it).
     fn now(&self) -> DateTime<Utc>;
+
+    /// The real instant, whatever `now` says.
+    fn wall(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+
+    /// `wall` in Unix seconds (0 before the epoch).
+    fn wall_unix(&self) -> u64 {
+        u64::try_from(self.wall().timestamp()).unwrap_or(0)
+    }
 }
 
 /// The real wall clock.

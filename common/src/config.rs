@@ -7,7 +7,10 @@ mod cdp;
 pub use cdp::{CDP_FACILITATOR_URL, CdpCredentials, CdpKey};
 mod llm;
 pub use llm::{DEFAULT_TEMPERATURE, LlmConfig, LlmProviderKind, MaxTokensField, StructuredOutput};
+mod providers;
 mod settlement;
+use providers::read_twilio;
+pub use providers::{SmsProviderKind, TwilioConfig};
 pub use settlement::{SettlementConfig, SettlementMode};
 
 use alloy_primitives::Address;
@@ -43,22 +46,6 @@ pub enum AppEnv {
 pub enum LogFormat {
     Pretty,
     Json,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SmsProviderKind {
-    /// Stores and logs messages; nothing leaves the machine (development default).
-    Outbox,
-    Twilio,
-}
-
-#[derive(Clone, Debug)]
-pub struct TwilioConfig {
-    pub account_sid: String,
-    pub auth_token: Secret,
-    pub from: Option<String>,
-    pub messaging_service_sid: Option<String>,
-    pub base_url: String,
 }
 
 #[derive(Clone, Debug)]
@@ -331,123 +318,5 @@ fn parse_address(s: &str) -> Option<Address> {
     Address::from_str(s).ok()
 }
 
-fn read_twilio(
-    var: &impl Fn(&str) -> Option<String>,
-    provider: SmsProviderKind,
-) -> Result<Option<TwilioConfig>, ConfigError> {
-    if provider != SmsProviderKind::Twilio {
-        return Ok(None);
-    }
-    let account_sid = var("TWILIO_ACCOUNT_SID")
-        .ok_or_else(|| invalid("TWILIO_ACCOUNT_SID", "required with SMS_PROVIDER=twilio"))?;
-    let auth_token = var("TWILIO_AUTH_TOKEN")
-        .ok_or_else(|| invalid("TWILIO_AUTH_TOKEN", "required with SMS_PROVIDER=twilio"))?;
-    let from = var("TWILIO_FROM");
-    let messaging_service_sid = var("TWILIO_MESSAGING_SERVICE_SID");
-    if from.is_none() && messaging_service_sid.is_none() {
-        return Err(invalid(
-            "TWILIO_FROM",
-            "set TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID",
-        ));
-    }
-    Ok(Some(TwilioConfig {
-        account_sid,
-        auth_token: Secret::new(auth_token),
-        from,
-        messaging_service_sid,
-        base_url: var("TWILIO_BASE_URL")
-            .unwrap_or_else(|| "https://api.twilio.com".into())
-            .trim_end_matches('/')
-            .to_owned(),
-    }))
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Config::from_map(&map)
-    }
-
-    #[test]
-    fn defaults_describe_a_development_machine() {
-        let c = config(&[]).expect("defaults parse");
-        assert_eq!(c.app_env, AppEnv::Development);
-        assert_eq!(c.public_base_url, "http://localhost:8080");
-        assert_eq!(c.sandbox_header(), "x-grove-sandbox");
-        assert_eq!(c.skill_path(), "/skills/grove-x402/SKILL.md");
-        assert!(c.pay_to.is_none() && c.llm.is_none() && c.settles_locally());
-        assert_eq!(c.sms_provider, SmsProviderKind::Outbox);
-    }
-
-    #[test]
-    fn production_refuses_local_settlement_and_the_outbox() {
-        let err = config(&[("APP_ENV", "production")]).unwrap_err();
-        assert!(
-            matches!(err, ConfigError::UnsafeInProduction(m) if m.contains("X402_FACILITATOR_URL"))
-        );
-        let err = config(&[
-            ("APP_ENV", "production"),
-            ("X402_FACILITATOR_URL", "https://f.example"),
-        ])
-        .unwrap_err();
-        assert!(matches!(err, ConfigError::UnsafeInProduction(m) if m.contains("SMS_PROVIDER")));
-    }
-
-    #[test]
-    fn production_refuses_a_plain_http_facilitator() {
-        let prod = |url| {
-            config(&[
-                ("APP_ENV", "production"),
-                ("X402_FACILITATOR_URL", url),
-                ("SMS_PROVIDER", "twilio"),
-                ("TWILIO_ACCOUNT_SID", "AC1"),
-                ("TWILIO_AUTH_TOKEN", "t"),
-                ("TWILIO_FROM", "+15550100"),
-            ])
-        };
-        let want = "X402_FACILITATOR_URL: must be https:// with APP_ENV=production";
-        for url in ["http://f.example", "http://127.0.0.1:4021", "f.example"] {
-            let err = prod(url).unwrap_err();
-            assert_eq!(err.to_string(), want, "{url}");
-        }
-        let c = prod("https://f.example/").expect("https is accepted");
-        assert_eq!(c.facilitator_url.as_deref(), Some("https://f.example"));
-        // Development keeps a loopback facilitator on plain http (the test rigs use one).
-        let loopback = "http://127.0.0.1:4021";
-        let dev = config(&[("X402_FACILITATOR_URL", loopback)]).expect("dev");
-        assert_eq!(dev.facilitator_url.as_deref(), Some(loopback));
-        let err = config(&[("X402_FACILITATOR_URL", "ftp://f.example")]).unwrap_err();
-        assert!(err.to_string().starts_with("X402_FACILITATOR_URL"), "{err}");
-    }
-
-    #[test]
-    fn bad_values_name_their_variable() {
-        for (k, v) in [
-            ("X402_PAY_TO", "0x123"),
-            ("LLM_PROVIDER", "gemini"),
-            ("CALL_DEADLINE_S", "soon"),
-            ("BIND_ADDR", "nowhere"),
-        ] {
-            let err = config(&[(k, v)]).unwrap_err();
-            assert!(err.to_string().starts_with(k), "{err}");
-        }
-        let err = config(&[("LLM_PROVIDER", "anthropic")]).unwrap_err();
-        assert!(err.to_string().starts_with("LLM_API_KEY"));
-    }
-
-    #[test]
-    fn secrets_do_not_print() {
-        let c = config(&[
-            ("LLM_PROVIDER", "openai"),
-            ("LLM_API_KEY", "sk-very-secret"),
-        ])
-        .expect("parses");
-        assert!(!format!("{c:?}").contains("sk-very-secret"));
-    }
-}
+mod tests;

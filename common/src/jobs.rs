@@ -66,6 +66,13 @@ pub struct ReviewJob {
     pub request_id: String,
 }
 
+/// A job of either kind, as the api pushes it once a payment settled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Job {
+    Coaching(CoachingJob),
+    Review(ReviewJob),
+}
+
 /// How often the sweeper looks for due sends and follow-ups that a lost job missed.
 pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(30);
 

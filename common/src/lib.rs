@@ -11,6 +11,7 @@ pub mod jobs;
 pub mod money;
 pub mod queue;
 pub mod receipt;
+pub mod requests;
 pub mod review;
 pub mod sandbox;
 pub mod schema;

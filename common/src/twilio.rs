@@ -10,6 +10,10 @@
 //! without notice, so a fixed list would reject genuine posts.
 
 use base64::{Engine, engine::general_purpose::STANDARD};
+
+/// Twilio's error for a send to a number that texted STOP to the sender (in a refused send and
+/// in a delivery report alike): the recipient opted out.
+pub const OPTED_OUT_ERROR: i32 = 21610;
 use hmac::{Hmac, KeyInit, Mac};
 use sha1::Sha1;
 use subtle::ConstantTimeEq;

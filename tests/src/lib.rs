@@ -16,7 +16,7 @@ pub mod x402;
 
 pub use db::TestDb;
 
-use grove_api::Application;
+use grove::Application;
 use grove_common::config::Config;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -79,7 +79,7 @@ pub async fn spawn_app_with(set: &[(&str, &str)], unset: &[&str]) -> TestApp {
 
 /// Starts an app from a finished configuration.
 pub async fn start(config: Config) -> TestApp {
-    let app = Application::build(config).await.expect("app starts");
+    let app = grove::build(config).await.expect("app starts");
     TestApp::serve(app)
 }
 
@@ -88,7 +88,7 @@ pub async fn start_with_clock(
     config: Config,
     clock: std::sync::Arc<dyn grove_common::clock::Clock>,
 ) -> TestApp {
-    let app = Application::build_with_clock(config, clock)
+    let app = grove::build_with_clock(config, clock)
         .await
         .expect("app starts");
     TestApp::serve(app)

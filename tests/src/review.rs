@@ -5,8 +5,8 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use grove_common::db::{
     calls,
     entities::{call, consent, review_request},
-    reviews::status,
 };
+use grove_common::review::ReviewStatus;
 use sea_orm::{ActiveValue::Set, DatabaseConnection, EntityTrait, prelude::Uuid};
 use serde_json::json;
 
@@ -78,7 +78,7 @@ pub async fn insert_request(
         template: Set(None),
         follow_up_enabled: Set(follow_up),
         follow_up_after_hours: Set(72),
-        status: Set(status::SCHEDULED.into()),
+        status: Set(ReviewStatus::Scheduled),
         send_at: Set(now),
         follow_up_due_at: Set(None),
         link_token: Set(format!("tok{}", call_id.simple())),

@@ -7,7 +7,9 @@ use base64::{
     Engine,
     engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD},
 };
-use grove_api::{Expected, PaymentRejection, VerifiedPayment, verify};
+use grove_api::{
+    Expected, PaymentPayload, PaymentRejection, VerifiedPayment, verify, verify_payload,
+};
 use grove_tests::{
     PAY_TO, coaching_body,
     llm::caller_body,
@@ -82,7 +84,6 @@ async fn wallet_signed_v2_payment_for_a_real_challenge_verifies_and_names_the_wa
         .expect("verifies")
         .expect("a payment was present");
     assert_eq!(paid.version, 2);
-    assert_eq!(paid.header_name, "payment-signature");
     assert_eq!(paid.payer, wallet.address());
     assert_eq!(paid.nonce, nonce);
     assert_eq!(paid.amount_atomic, PRICE);
@@ -94,6 +95,32 @@ async fn wallet_signed_v2_payment_for_a_real_challenge_verifies_and_names_the_wa
     );
 }
 
+/// Another transport (MCP's `_meta["x402/payment"]`) hands the payment over as JSON, not as a
+/// base64 header: it verifies exactly as the same payment in `PAYMENT-SIGNATURE` does.
+#[tokio::test]
+async fn a_payment_given_as_json_verifies_like_the_same_payment_in_a_header() {
+    let (header, _) = challenge().await;
+    let signed = TestWallet::new().pay(&header, PayOptions::default());
+    let by_header = check("payment-signature", &signed)
+        .expect("verifies")
+        .expect("a payment was present");
+    let json = decode_b64_json(&signed);
+    let presented = PaymentPayload::from_json(json, "_meta x402/payment").expect("an object");
+    let by_json = verify_payload(presented, &expected(), now_unix()).expect("verifies");
+    assert_eq!(by_json, by_header);
+    let mut wrong = decode_b64_json(&signed);
+    wrong["x402Version"] = json!(1);
+    let presented = PaymentPayload::from_json(wrong, "_meta x402/payment").expect("an object");
+    let refused = verify_payload(presented, &expected(), now_unix()).expect_err("v2 carrier");
+    assert_eq!(refused.reason(), "unsupported_version");
+    assert_eq!(
+        PaymentPayload::from_json(json!("not an object"), "_meta x402/payment")
+            .expect_err("refused")
+            .reason(),
+        "malformed_header"
+    );
+}
+
 #[tokio::test]
 async fn v1_x_payment_for_the_v1_body_verifies() {
     let (_, body) = challenge().await;
@@ -102,7 +129,6 @@ async fn v1_x_payment_for_the_v1_body_verifies() {
         .expect("verifies")
         .expect("a payment was present");
     assert_eq!(paid.version, 1);
-    assert_eq!(paid.header_name, "x-payment");
     assert_eq!(paid.payer, wallet.address());
     assert_eq!(paid.payload["network"], "base");
 }

@@ -11,10 +11,11 @@ use grove_common::{
     db::{
         calls,
         entities::review_request,
-        reviews::{self, ATTEMPT_STALE_AFTER, Attempt, NewMessage, status},
+        reviews::{self, ATTEMPT_STALE_AFTER, Attempt, NewMessage},
     },
     jobs::{ReviewJob, ReviewStep},
     queue::JobQueue,
+    review::ReviewStatus,
 };
 use grove_tests::{
     TestDb,
@@ -150,7 +151,7 @@ async fn a_duplicate_run_leaves_a_send_in_flight_alone() {
         .await
         .expect("duplicate run");
     assert_eq!(rig.sms.sends.load(Ordering::SeqCst), 1);
-    assert_eq!(request(&rig).await.status, status::SENDING);
+    assert_eq!(request(&rig).await.status, ReviewStatus::Sending);
     assert_eq!(
         result_status(&rig).await,
         None,
@@ -159,7 +160,7 @@ async fn a_duplicate_run_leaves_a_send_in_flight_alone() {
 
     rig.sms.release.notify_one();
     first.await.expect("first run finishes");
-    assert_eq!(request(&rig).await.status, status::SENT);
+    assert_eq!(request(&rig).await.status, ReviewStatus::Sent);
     assert_eq!(result_status(&rig).await.as_deref(), Some("sent"));
     let msg = reviews::message(&rig.deps.db, &rig.review_id, "initial")
         .await
@@ -187,11 +188,11 @@ async fn a_slow_provider_call_keeps_its_lease() {
     handle(&rig.deps, &send_job(&rig))
         .await
         .expect("duplicate run");
-    assert_eq!(request(&rig).await.status, status::SENDING);
+    assert_eq!(request(&rig).await.status, ReviewStatus::Sending);
 
     rig.sms.release.notify_one();
     first.await.expect("first run finishes");
-    assert_eq!(request(&rig).await.status, status::SENT);
+    assert_eq!(request(&rig).await.status, ReviewStatus::Sent);
     assert_eq!(rig.sms.sends.load(Ordering::SeqCst), 1);
 }
 
@@ -202,7 +203,7 @@ async fn an_abandoned_attempt_ends_as_unknown_and_is_never_resent() {
     let start = rig.clock.now();
     // What a run that died inside the provider call leaves behind.
     assert!(
-        reviews::advance(db, &rig.review_id, status::SENDING, json!({}), start)
+        reviews::lifecycle::advance(db, &rig.review_id, ReviewStatus::Sending, json!({}), start)
             .await
             .expect("advance")
     );
@@ -227,7 +228,7 @@ async fn an_abandoned_attempt_ends_as_unknown_and_is_never_resent() {
     let due = reviews::due(db, rig.clock.now()).await.expect("due");
     assert!(due.iter().all(|r| r.id != rig.review_id));
     handle(&rig.deps, &send_job(&rig)).await.expect("run");
-    assert_eq!(request(&rig).await.status, status::SENDING);
+    assert_eq!(request(&rig).await.status, ReviewStatus::Sending);
 
     // Once it has lapsed the sweeper picks it up, and the run records the unknown outcome.
     rig.clock.advance(ATTEMPT_STALE_AFTER);
@@ -237,18 +238,18 @@ async fn an_abandoned_attempt_ends_as_unknown_and_is_never_resent() {
     let (deps, job) = (Arc::clone(&rig.deps), send_job(&rig));
     let second_pass = request(&rig).await;
     handle(&rig.deps, &send_job(&rig)).await.expect("run");
-    assert_eq!(request(&rig).await.status, status::FAILED);
-    assert_eq!(second_pass.status, status::SENDING);
+    assert_eq!(request(&rig).await.status, ReviewStatus::Failed);
+    assert_eq!(second_pass.status, ReviewStatus::Sending);
     review_request::Entity::update(review_request::ActiveModel {
         id: Set(rig.review_id.clone()),
-        status: Set(status::SENDING.into()),
+        status: Set(ReviewStatus::Sending),
         ..Default::default()
     })
     .exec(db)
     .await
     .expect("as the second job saw it");
     handle(&deps, &job).await.expect("second run");
-    assert_eq!(request(&rig).await.status, status::FAILED);
+    assert_eq!(request(&rig).await.status, ReviewStatus::Failed);
     assert_eq!(rig.sms.sends.load(Ordering::SeqCst), 0, "never sent again");
     let events = reviews::events(db, &rig.review_id).await.expect("events");
     assert!(
@@ -274,10 +275,10 @@ async fn an_abandoned_attempt_ends_as_unknown_and_is_never_resent() {
 async fn stuck_before_any_attempt(rig: &Rig) {
     let now = rig.clock.now();
     assert!(
-        reviews::advance(
+        reviews::lifecycle::advance(
             &rig.deps.db,
             &rig.review_id,
-            status::SENDING,
+            ReviewStatus::Sending,
             json!({}),
             now
         )
@@ -301,7 +302,7 @@ async fn a_send_resumed_from_sending_with_no_attempt_passes_the_opt_out_guard() 
         .await
         .expect("suppress");
     handle(&rig.deps, &send_job(&rig)).await.expect("run");
-    assert_eq!(request(&rig).await.status, status::OPTED_OUT);
+    assert_eq!(request(&rig).await.status, ReviewStatus::OptedOut);
     assert_eq!(
         rig.sms.sends.load(Ordering::SeqCst),
         0,
@@ -317,7 +318,7 @@ async fn a_send_resumed_from_sending_with_no_attempt_waits_for_quiet_hours_to_en
     rig.clock.set(afternoon() + TimeDelta::hours(11));
     handle(&rig.deps, &send_job(&rig)).await.expect("run");
     let req = request(&rig).await;
-    assert_eq!(req.status, status::DEFERRED);
+    assert_eq!(req.status, ReviewStatus::Deferred);
     assert!(req.send_at > rig.clock.now());
     assert_eq!(
         rig.sms.sends.load(Ordering::SeqCst),

@@ -10,9 +10,10 @@ use grove_common::{
     clock::{Clock, ManualClock},
     completion::Completions,
     config::Config,
-    db::reviews::{self, status},
+    db::reviews,
     jobs::{ReviewJob, ReviewStep},
     queue::JobQueue,
+    review::ReviewStatus,
 };
 use grove_tests::{
     BASE_URL, TestApp, TestDb, default_env,
@@ -88,7 +89,7 @@ impl Rig {
         handle(&self.deps, &job).await.expect("the job runs");
     }
 
-    async fn status(&self) -> String {
+    async fn status(&self) -> ReviewStatus {
         reviews::load(&self.deps.db, &self.review_id)
             .await
             .expect("load")
@@ -161,7 +162,7 @@ async fn unknown_then_delivered(reply: TwilioReply) {
     rig.twilio.script([reply]);
     rig.send().await;
     assert_eq!(rig.twilio.sends(), 1, "one provider call, never retried");
-    assert_eq!(rig.status().await, status::FAILED);
+    assert_eq!(rig.status().await, ReviewStatus::Failed);
     assert_eq!(rig.message_status().await, reviews::UNKNOWN);
     let events = rig.events().await;
     assert_eq!(
@@ -184,7 +185,7 @@ async fn unknown_then_delivered(reply: TwilioReply) {
     let api = rig.api().await;
     assert_eq!(rig.report(&api, &sid, "delivered").await, 200);
     assert_eq!(rig.message_status().await, "delivered");
-    assert_eq!(rig.status().await, status::FOLLOW_UP_SCHEDULED);
+    assert_eq!(rig.status().await, ReviewStatus::FollowUpScheduled);
     let events = rig.events().await;
     for kind in ["provider_reported_after_unknown", "send_outcome_recovered"] {
         assert!(events.contains(kind), "{kind}: {events}");
@@ -208,7 +209,7 @@ async fn a_definite_refusal_is_a_plain_failure() {
     rig.twilio.script([TwilioReply::InvalidNumber]);
     rig.send().await;
     assert_eq!(rig.twilio.sends(), 1);
-    assert_eq!(rig.status().await, status::FAILED);
+    assert_eq!(rig.status().await, ReviewStatus::Failed);
     assert_eq!(rig.message_status().await, "failed");
     let events = rig.events().await;
     assert!(events.contains("provider_error"), "{events}");

@@ -123,6 +123,31 @@ async fn a_replayed_21610_after_a_start_does_not_suppress_the_phone_again() {
 }
 
 #[tokio::test]
+async fn a_21610_report_ends_every_open_request_to_the_phone() {
+    let rig = rig().await;
+    let phone = "+13125550183";
+    let (first, sid) = sent_request(&rig, phone).await;
+    // A second request to the same phone (another customer record), sent as well.
+    let mut body = body_for(&rig, phone);
+    body["customer"]["first_name"] = json!("Sam");
+    let r = rig.pay_and_call(PATH, &body, None).await;
+    assert_eq!(r.status(), 200);
+    let second = r.json::<Value>().await.expect("json")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert_eq!(view(&rig, &second).await["status"], "sent");
+    let opted_out = StatusCallback::new(&sid, phone, "undelivered")
+        .error_code(21610)
+        .params();
+    assert_eq!(post(&rig, STATUS, &opted_out).await, 200);
+    // The phone opted out: no request to it may text again, as when a send is refused 21610.
+    assert_eq!(view(&rig, &first).await["status"], "opted_out");
+    assert_eq!(view(&rig, &second).await["status"], "opted_out");
+    assert_eq!(offered(&rig, phone).await, 409);
+}
+
+#[tokio::test]
 async fn a_replayed_delivery_report_changes_nothing() {
     let rig = rig().await;
     let phone = "+13125550182";

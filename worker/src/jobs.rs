@@ -71,7 +71,7 @@ pub async fn coaching_job(job: CoachingJob, deps: Data<Arc<Deps>>) -> Result<(),
 pub async fn detached(
     job: impl Future<Output = Result<(), JobError>> + Send + 'static,
 ) -> Result<(), JobError> {
-    let guard = crate::runtime::InFlight::enter();
+    let guard = crate::in_flight::InFlight::enter();
     tokio::spawn(async move {
         let _guard = guard;
         job.await

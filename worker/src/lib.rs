@@ -4,6 +4,7 @@
 pub mod coaching;
 pub mod envelope;
 pub mod health;
+pub mod in_flight;
 pub mod jobs;
 pub mod llm;
 pub mod log_text;

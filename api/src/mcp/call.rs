@@ -10,13 +10,13 @@ use super::{
 use crate::{
     error::{ApiError, Problem, ProblemKind},
     extract::IdempotencyKey,
-    paid::{Purchase, idempotency::Kind},
+    products::{CoachingCall, ReviewPurchase},
     review,
-    routes::{actions, coaching},
     state::AppState,
 };
 use grove_common::{
     catalog::{self, Coach, CoachId, Mode},
+    requests::{self, CoachingRequest},
     schema::Violation,
 };
 use rmcp::model::{CallToolResult, JsonObject};
@@ -149,20 +149,15 @@ async fn coach(
             .coaching_sample(coach, mode)
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .ok_or_else(|| {
-                ApiError::Internal(format!("no sandbox sample for {}/{}", coach.id, mode.id))
+                ApiError::internal(format!("no sandbox sample for {}/{}", coach.id, mode.id))
             })?;
         return Ok(answer::answer(sample, None));
     }
-    let offer = coaching::offer(state, coach, mode)?;
-    let purchase = Purchase {
-        kind: Kind::Coaching,
-        agent: Some(coach.id.as_str()),
-        mode: Some(mode.id.as_str()),
-        body: &body,
-        offer,
-        phone: None,
-    };
-    Ok(pay::buy(state, tool, purchase, payment, steering.key).await)
+    CoachingCall::on_sale(state)?;
+    let request: CoachingRequest =
+        requests::parse(body).map_err(|v| ApiError::Validation(vec![v]))?;
+    let product = CoachingCall::new(coach, mode, &request).map_err(ApiError::internal)?;
+    Ok(pay::buy(state, tool, &product, payment, steering.key).await)
 }
 
 async fn review(
@@ -189,23 +184,11 @@ async fn review(
         return Err(ApiError::unprocessable(problems));
     }
     // The same checks, in the same order, as the HTTP route and its sandbox.
-    let phone = review::pre_payment_checks(&state.schemas, &state.db, &body, now, base).await?;
+    let body = review::pre_payment_checks(&state.schemas, &state.db, body, now, base).await?;
     if steering.sandbox {
-        let sample =
-            review::sandbox::sample(&body, &phone, now, base).map_err(ApiError::Validation)?;
+        let sample = review::sandbox::sample(&body, now, base).map_err(ApiError::Validation)?;
         return Ok(answer::answer(sample, None));
     }
-    let cooldown_days = body
-        .get("min_days_since_last_request")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
-    let purchase = Purchase {
-        kind: Kind::ReviewRequest,
-        agent: None,
-        mode: None,
-        body: &body,
-        offer: actions::offer(state),
-        phone: Some((phone.e164().to_owned(), cooldown_days)),
-    };
-    Ok(pay::buy(state, tool, purchase, payment, steering.key).await)
+    let product = ReviewPurchase::new(body).map_err(ApiError::internal)?;
+    Ok(pay::buy(state, tool, &product, payment, steering.key).await)
 }

@@ -24,42 +24,33 @@ use super::answer::{self, PAYMENT_RESPONSE, REPLAY, refusal};
 use crate::{
     error::ApiError,
     extract::IdempotencyKey,
-    paid::{self, Purchase},
+    paid::{Product, ended::Delivery, gate},
     state::AppState,
-    x402::challenge::{Challenge, codes},
+    x402::{
+        challenge::{Challenge, codes},
+        payload::PaymentPayload,
+    },
 };
-use axum::{
-    http::{HeaderMap, HeaderValue, StatusCode},
-    response::Response,
-};
-use base64::{Engine, engine::general_purpose::STANDARD};
-use grove_common::x402::{NETWORK_V2, headers};
+use grove_common::x402::NETWORK_V2;
 use rmcp::model::{CallToolResult, MetaObject};
 use serde_json::{Value, json};
 
-/// The envelope of a paid answer is a few KiB; this bounds reading it back.
-const MAX_ENVELOPE_BYTES: usize = 1024 * 1024;
+/// Where an MCP client carries its payment (named in refusals of a malformed one).
+const CARRIER: &str = "_meta[\"x402/payment\"]";
 
-/// Buys `purchase` with `payment` (the client's `_meta["x402/payment"]`, if any).
+/// Buys `product` with `payment` (the client's `_meta["x402/payment"]`, if any).
 pub async fn buy(
     state: &AppState,
     tool: &str,
-    purchase: Purchase<'_>,
+    product: &dyn Product,
     payment: Option<&Value>,
     key: Option<IdempotencyKey>,
 ) -> CallToolResult {
-    // Today's gate reads the payment where the HTTP API carries it: in PAYMENT-SIGNATURE, as
-    // base64 JSON. Base64 is ASCII, so the header value is always valid.
-    let mut carried = HeaderMap::new();
-    if let Some(payment) = payment
-        && let Ok(value) = HeaderValue::from_str(&STANDARD.encode(payment.to_string()))
-    {
-        carried.insert(headers::PAYMENT_SIGNATURE, value);
-    }
-    match paid::serve(state, &carried, key, purchase).await {
-        Ok(response) => paid_answer(response)
-            .await
-            .unwrap_or_else(|error| refusal(&error)),
+    let presented = payment
+        .map(|p| PaymentPayload::from_json(p.clone(), CARRIER))
+        .transpose();
+    match gate::purchase(state, presented, key, product).await {
+        Ok(delivery) => paid_answer(delivery),
         Err(ApiError::PaymentRequired(challenge)) => payment_required(tool, &challenge),
         Err(error) => refusal(&error),
     }
@@ -84,28 +75,17 @@ pub fn payment_required(tool: &str, challenge: &Challenge) -> CallToolResult {
     CallToolResult::structured_error(required)
 }
 
-/// A paid 200: the envelope, and the settlement the gate put in `PAYMENT-RESPONSE`.
-async fn paid_answer(response: Response) -> Result<CallToolResult, ApiError> {
-    let internal = |what: &str| ApiError::Internal(format!("paid MCP answer: {what}"));
-    if response.status() != StatusCode::OK {
-        return Err(internal("the gate answered a success other than 200"));
-    }
-    let (parts, body) = response.into_parts();
-    let bytes = axum::body::to_bytes(body, MAX_ENVELOPE_BYTES)
-        .await
-        .map_err(|_| internal("envelope unreadable"))?;
-    let envelope: Value =
-        serde_json::from_slice(&bytes).map_err(|_| internal("envelope is not JSON"))?;
-    let settlement = parts
-        .headers
-        .get(headers::PAYMENT_RESPONSE)
-        .and_then(|v| STANDARD.decode(v.as_bytes()).ok())
-        .and_then(|raw| serde_json::from_slice::<Value>(&raw).ok())
-        .ok_or_else(|| internal("no settlement on a paid answer"))?;
+/// A paid answer: the result, and the settlement in `_meta["x402/payment-response"]`.
+fn paid_answer(delivery: Delivery) -> CallToolResult {
     let mut meta = MetaObject::default();
-    meta.insert(PAYMENT_RESPONSE.into(), settlement);
-    if parts.headers.contains_key("idempotent-replay") {
+    match serde_json::to_value(&delivery.settlement) {
+        Ok(settlement) => {
+            meta.insert(PAYMENT_RESPONSE.into(), settlement);
+        }
+        Err(e) => return refusal(&ApiError::internal(e)),
+    }
+    if delivery.replay {
         meta.insert(REPLAY.into(), Value::Bool(true));
     }
-    Ok(answer::answer(envelope, Some(meta)))
+    answer::answer(delivery.body, Some(meta))
 }

@@ -20,6 +20,13 @@ impl Kind {
             Kind::ReviewRequest => "review_request",
         }
     }
+
+    /// The kind a call record names (`calls.kind`).
+    pub fn parse(s: &str) -> Option<Self> {
+        [Kind::Coaching, Kind::ReviewRequest]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
 }
 
 /// Where a request's idempotency record lives and for how long.

@@ -6,18 +6,9 @@
 //! push ran it, or the process stops). The recovery sweep (`reconcile`) stays the backstop for
 //! a process that died with retries in hand.
 
-use super::idempotency::Kind;
 use crate::state::AppState;
-use grove_common::{
-    db::{calls, reviews},
-    jobs::{CoachingJob, ReviewJob, ReviewStep},
-};
-use std::{
-    collections::HashSet,
-    sync::{Mutex, PoisonError},
-    time::Duration,
-};
-use tokio::sync::watch;
+use grove_common::{db::calls, jobs::Job};
+use std::time::Duration;
 use uuid::Uuid;
 
 const FIRST_PAUSE: Duration = Duration::from_millis(250);
@@ -25,85 +16,23 @@ const MAX_PAUSE: Duration = Duration::from_secs(5);
 /// The attempt at which a push still failing is logged as an error.
 const STILL_FAILING_AT: u32 = 10;
 
-/// The calls whose push is being retried in this process (one retry task per call), and the
-/// signal that stops them at shutdown.
-pub struct Retries {
-    calls: Mutex<HashSet<Uuid>>,
-    stopped: watch::Receiver<bool>,
-}
-
-impl Retries {
-    pub fn new(stopped: watch::Receiver<bool>) -> Self {
-        Self {
-            calls: Mutex::default(),
-            stopped,
-        }
-    }
-
-    /// Marks `call_id` as retried here; false if it already was.
-    fn begin(&self, call_id: Uuid) -> bool {
-        self.lock().insert(call_id)
-    }
-
-    fn end(&self, call_id: Uuid) {
-        self.lock().remove(&call_id);
-    }
-
-    /// How many pushes are being retried (for `/metrics`).
-    pub fn count(&self) -> usize {
-        self.lock().len()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<Uuid>> {
-        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// Pushes the call's job; true if it landed. A failed push is retried in the background until
 /// it lands, so nothing paid for waits on a client or a sweep.
-pub(crate) async fn enqueue(state: &AppState, call_id: Uuid, kind: &str) -> bool {
-    let request_id = crate::request_id::current();
-    match push(state, call_id, kind, &request_id).await {
+pub(crate) async fn enqueue(state: &AppState, call_id: Uuid, job: Job) -> bool {
+    match state.queue.push_job(job.clone()).await {
         Ok(()) => true,
         Err(e) => {
             tracing::warn!(error = %e, %call_id, "could not enqueue a settled call; retrying with backoff");
             if state.push_retries.begin(call_id) {
-                tokio::spawn(retry(state.clone(), call_id, kind.to_owned(), request_id));
+                tokio::spawn(retry(state.clone(), call_id, job));
             }
             false
         }
     }
 }
 
-async fn push(state: &AppState, call_id: Uuid, kind: &str, request_id: &str) -> Result<(), String> {
-    if kind == Kind::ReviewRequest.as_str() {
-        let Some(req) = reviews::by_call(&state.db, call_id)
-            .await
-            .map_err(|e| e.to_string())?
-        else {
-            return Err("no review request recorded for the call".into());
-        };
-        let job = ReviewJob {
-            review_id: req.id,
-            step: ReviewStep::Send,
-            request_id: request_id.to_owned(),
-        };
-        state
-            .queue
-            .push_review(job, None)
-            .await
-            .map_err(|e| e.to_string())
-    } else {
-        let job = CoachingJob {
-            call_id,
-            request_id: request_id.to_owned(),
-        };
-        state.queue.push(job).await.map_err(|e| e.to_string())
-    }
-}
-
 /// Pushes again with backoff until the push lands, the call stops waiting for it, or shutdown.
-async fn retry(state: AppState, call_id: Uuid, kind: String, request_id: String) {
+async fn retry(state: AppState, call_id: Uuid, job: Job) {
     let mut stopped = state.push_retries.stopped.clone();
     let mut pause = FIRST_PAUSE;
     for attempt in 2u32.. {
@@ -119,7 +48,7 @@ async fn retry(state: AppState, call_id: Uuid, kind: String, request_id: String)
             // The database is unreachable too: try again later.
             Ok(Some(_)) | Err(_) => {}
         }
-        match push(&state, call_id, &kind, &request_id).await {
+        match state.queue.push_job(job.clone()).await {
             Ok(()) => {
                 tracing::info!(%call_id, attempt, "pushed a settled call's job after a failed push");
                 break;

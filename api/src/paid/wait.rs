@@ -34,13 +34,14 @@ pub fn unpaid_code(error: Option<String>) -> String {
         .unwrap_or_else(|| codes::settlement_failed("settlement_refused"))
 }
 
-async fn final_state(db: &DatabaseConnection, call_id: Uuid) -> Result<Option<Outcome>, DbErr> {
+/// One look at the call: its final outcome, or `Err(settling)` while it is not final.
+async fn look(db: &DatabaseConnection, call_id: Uuid) -> Result<Result<Outcome, bool>, DbErr> {
     Ok(match calls::load(db, call_id).await? {
-        Some(c) if c.status == status::COMPLETED => Some(Outcome::Completed),
-        Some(c) if c.status == status::FAILED => Some(Outcome::Failed(c.error.unwrap_or_default())),
-        Some(c) if c.status == status::UNPAID => Some(Outcome::Unpaid(unpaid_code(c.error))),
-        Some(_) => None,
-        None => Some(Outcome::Failed("call record missing".into())),
+        Some(c) if c.status == status::COMPLETED => Ok(Outcome::Completed),
+        Some(c) if c.status == status::FAILED => Ok(Outcome::Failed(c.error.unwrap_or_default())),
+        Some(c) if c.status == status::UNPAID => Ok(Outcome::Unpaid(unpaid_code(c.error))),
+        Some(c) => Err(c.status == status::SETTLING),
+        None => Ok(Outcome::Failed("call record missing".into())),
     })
 }
 
@@ -52,7 +53,7 @@ pub async fn until_final(
 ) -> Result<Outcome, DbErr> {
     // Subscribe before the first look, so a completion between the look and the wait is not missed.
     let mut rx = completions.subscribe();
-    if let Some(done) = final_state(db, call_id).await? {
+    if let Ok(done) = look(db, call_id).await? {
         return Ok(done);
     }
     let mut recheck = Instant::now() + RECHECK;
@@ -65,25 +66,17 @@ pub async fn until_final(
                 Err(RecvError::Closed) => tokio::time::sleep_until(recheck.min(deadline)).await,
             },
             _ = tokio::time::sleep_until(recheck) => recheck = Instant::now() + RECHECK,
-            _ = tokio::time::sleep_until(deadline) => return at_deadline(db, call_id).await,
+            // The last look: a final state if there is one, else which kind of waiting ran out.
+            _ = tokio::time::sleep_until(deadline) => {
+                return Ok(match look(db, call_id).await? {
+                    Ok(done) => done,
+                    Err(true) => Outcome::SettlementPending,
+                    Err(false) => Outcome::TimedOut,
+                });
+            }
         }
-        if let Some(done) = final_state(db, call_id).await? {
+        if let Ok(done) = look(db, call_id).await? {
             return Ok(done);
         }
     }
-}
-
-/// The last look: a final state if there is one, else which kind of waiting ran out.
-async fn at_deadline(db: &DatabaseConnection, call_id: Uuid) -> Result<Outcome, DbErr> {
-    if let Some(done) = final_state(db, call_id).await? {
-        return Ok(done);
-    }
-    let settling = calls::load(db, call_id)
-        .await?
-        .is_some_and(|c| c.status == status::SETTLING);
-    Ok(if settling {
-        Outcome::SettlementPending
-    } else {
-        Outcome::TimedOut
-    })
 }

@@ -9,7 +9,8 @@ use crate::error::{ApiError, Problem, ProblemKind};
 use chrono::{DateTime, Utc};
 use grove_common::{
     db::reviews,
-    review::{self, phone::UsPhone},
+    requests::{self, ReviewRequestBody},
+    review,
     schema::{SchemaRegistry, Violation},
 };
 use sea_orm::DatabaseConnection;
@@ -17,44 +18,30 @@ use serde_json::Value;
 
 /// Everything checked before a review request may be offered for sale, in the contract's order:
 /// the body's rules, then the opt-out list, then the cooldown. A refusal here is never charged.
-/// The paid call and the sandbox both run exactly this, so they refuse alike.
+/// The paid call and the sandbox both run exactly this, so they refuse alike. What passes comes
+/// back as its type.
 pub async fn pre_payment_checks(
     schemas: &SchemaRegistry,
     db: &DatabaseConnection,
-    body: &Value,
+    body: Value,
     now: DateTime<Utc>,
     public_base_url: &str,
-) -> Result<UsPhone, ApiError> {
-    let found = problems(schemas, body, now, public_base_url);
+) -> Result<ReviewRequestBody, ApiError> {
+    let found = problems(schemas, &body, now, public_base_url);
     if !found.is_empty() {
         return Err(ApiError::unprocessable(found));
     }
-    let raw = body
-        .pointer("/customer/phone")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    // `problems` has refused every number that does not parse; this is the typed value.
-    let phone = UsPhone::parse(raw)
-        .map_err(|why| ApiError::Validation(vec![Violation::new("/customer/phone", why)]))?;
-    let internal = |e: sea_orm::DbErr| ApiError::Internal(e.to_string());
-    if reviews::is_suppressed(db, phone.e164())
-        .await
-        .map_err(internal)?
-    {
+    let body: ReviewRequestBody =
+        requests::parse(body).map_err(|v| ApiError::Validation(vec![v]))?;
+    let phone = body.customer.phone.e164();
+    if reviews::is_suppressed(db, phone).await? {
         return Err(ApiError::RecipientOptedOut);
     }
-    let days = body
-        .get("min_days_since_last_request")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
-    if days > 0
-        && reviews::requested_since(db, phone.e164(), now - chrono::Duration::days(days))
-            .await
-            .map_err(internal)?
-    {
+    let days = body.cooldown_days();
+    if days > 0 && reviews::requested_since(db, phone, now - chrono::Duration::days(days)).await? {
         return Err(ApiError::CooldownActive { days });
     }
-    Ok(phone)
+    Ok(body)
 }
 
 /// Every problem of the body in one list, so one answer tells the caller all there is to fix:

@@ -5,18 +5,15 @@ use chrono::{DateTime, Utc};
 use grove_common::{
     db::{
         entities::{consent, review_request},
-        reviews::{self, status},
+        reviews,
     },
-    review::{phone::UsPhone, quiet_hours},
+    requests::ReviewRequestBody,
+    review::{ReviewStatus, quiet_hours},
 };
 use rand::RngCore;
 use sea_orm::{ActiveValue::Set, DatabaseConnection, DbErr, EntityTrait, TransactionTrait};
-use serde_json::{Value, json};
+use serde_json::json;
 use uuid::Uuid;
-
-fn str_at<'a>(body: &'a Value, pointer: &str) -> Option<&'a str> {
-    body.pointer(pointer).and_then(Value::as_str)
-}
 
 /// 128 random bits, URL-safe: `rr_` ids and link tokens.
 pub fn token() -> String {
@@ -31,40 +28,19 @@ pub async fn create(
     db: &DatabaseConnection,
     call_id: Uuid,
     payer: &str,
-    body: &Value,
+    body: &ReviewRequestBody,
     now: DateTime<Utc>,
 ) -> Result<review_request::Model, DbErr> {
     if let Some(existing) = reviews::by_call(db, call_id).await? {
         return Ok(existing);
     }
-    let phone = UsPhone::parse(str_at(body, "/customer/phone").unwrap_or_default())
+    let phone = &body.customer.phone;
+    let zone = quiet_hours::zone(body.customer.timezone.as_deref(), &body.business.timezone)
         .map_err(|e| DbErr::Custom(e.to_owned()))?;
-    let zone = quiet_hours::zone(
-        str_at(body, "/customer/timezone"),
-        str_at(body, "/business/timezone").unwrap_or_default(),
-    )
-    .map_err(|e| DbErr::Custom(e.to_owned()))?;
-    let state = quiet_hours::recipient_state(str_at(body, "/customer/state"), &phone);
-    let captured_at = str_at(body, "/consent/captured_at")
-        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-        .map(|t| t.with_timezone(&Utc))
-        .unwrap_or(now);
-    let send_at = str_at(body, "/send_at")
-        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-        .map(|t| t.with_timezone(&Utc))
-        .filter(|t| *t > now)
-        .unwrap_or(now);
-    let follow_up_enabled = body
-        .pointer("/follow_up/enabled")
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
-    let after_hours = body
-        .pointer("/follow_up/after_hours")
-        .and_then(Value::as_i64)
-        .unwrap_or(72);
-    let business_name = str_at(body, "/business/name")
-        .unwrap_or_default()
-        .to_owned();
+    let state = quiet_hours::recipient_state(body.customer.state.as_deref(), phone);
+    let captured_at = body.consent.captured_at.instant();
+    let send_at = body.send_at(now);
+    let business_name = body.business.name.clone();
 
     let txn = db.begin().await?;
     let consent_id = Uuid::now_v7();
@@ -72,14 +48,10 @@ pub async fn create(
         id: Set(consent_id),
         phone: Set(phone.e164().to_owned()),
         business_name: Set(business_name.clone()),
-        method: Set(str_at(body, "/consent/method")
-            .unwrap_or_default()
-            .to_owned()),
+        method: Set(body.consent.method.clone()),
         captured_at: Set(captured_at),
-        source: Set(str_at(body, "/consent/source")
-            .unwrap_or_default()
-            .to_owned()),
-        disclosure_text: Set(str_at(body, "/consent/disclosure_text").map(str::to_owned)),
+        source: Set(body.consent.source.clone()),
+        disclosure_text: Set(body.consent.disclosure_text.clone()),
         created_at: Set(now),
     })
     .exec(&txn)
@@ -90,20 +62,16 @@ pub async fn create(
         call_id: Set(call_id),
         payer: Set(payer.to_owned()),
         phone: Set(phone.e164().to_owned()),
-        first_name: Set(str_at(body, "/customer/first_name")
-            .unwrap_or_default()
-            .to_owned()),
+        first_name: Set(body.customer.first_name.clone()),
         business_name: Set(business_name),
-        review_url: Set(str_at(body, "/business/review_url")
-            .unwrap_or_default()
-            .to_owned()),
+        review_url: Set(body.business.review_url.clone()),
         zone: Set(zone.name().to_owned()),
         recipient_state: Set(state.map(str::to_owned)),
         consent_id: Set(consent_id),
-        template: Set(str_at(body, "/message/template").map(str::to_owned)),
-        follow_up_enabled: Set(follow_up_enabled),
-        follow_up_after_hours: Set(i32::try_from(after_hours).unwrap_or(72)),
-        status: Set(status::SCHEDULED.into()),
+        template: Set(body.template().map(str::to_owned)),
+        follow_up_enabled: Set(body.follow_up_enabled()),
+        follow_up_after_hours: Set(i32::from(body.follow_up_after_hours())),
+        status: Set(ReviewStatus::INITIAL),
         send_at: Set(send_at),
         follow_up_due_at: Set(None),
         link_token: Set(token()),
@@ -116,7 +84,7 @@ pub async fn create(
     reviews::event(
         &txn,
         &id,
-        status::SCHEDULED,
+        ReviewStatus::INITIAL.as_str(),
         json!({"send_at": reviews::rfc3339(send_at), "zone": zone.name(), "state": state}),
         now,
     )

@@ -6,7 +6,8 @@
 use chrono::{DateTime, Utc};
 use grove_common::{
     db::reviews::rfc3339,
-    review::{self, LINK_TOKEN_CHARS, UsPhone, message, quiet_hours},
+    requests::ReviewRequestBody,
+    review::{self, LINK_TOKEN_CHARS, message, quiet_hours},
     schema::Violation,
 };
 use serde_json::{Value, json};
@@ -23,41 +24,33 @@ fn link_token() -> String {
 /// The sample tracked request for `body`: `scheduled` at the requested time (or now), or
 /// `deferred_quiet_hours` to the recipient's next sending window when the time falls outside it.
 pub fn sample(
-    body: &Value,
-    phone: &UsPhone,
+    body: &ReviewRequestBody,
     now: DateTime<Utc>,
     public_base_url: &str,
 ) -> Result<Value, Vec<Violation>> {
-    let str_at = |pointer: &str| body.pointer(pointer).and_then(Value::as_str);
     let base = public_base_url.trim_end_matches('/');
     let link = review::tracked_link(base, &link_token());
     let rendered = message::render(
-        str_at("/message/template"),
-        str_at("/customer/first_name").unwrap_or_default(),
-        str_at("/business/name").unwrap_or_default(),
+        body.template(),
+        &body.customer.first_name,
+        &body.business.name,
         &link,
     )?;
-    let zone = quiet_hours::zone(
-        str_at("/customer/timezone"),
-        str_at("/business/timezone").unwrap_or_default(),
-    )
-    .map_err(|why| {
-        vec![Violation::new("/business/timezone", why).with_code(review::codes::INVALID_TIME_ZONE)]
-    })?;
-    let send_at = str_at("/send_at")
-        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-        .map(|t| t.with_timezone(&Utc))
-        .filter(|t| *t > now)
-        .unwrap_or(now);
-    let states = quiet_hours::recipient_states(str_at("/customer/state"), phone);
+    let zone = quiet_hours::zone(body.customer.timezone.as_deref(), &body.business.timezone)
+        .map_err(|why| {
+            vec![
+                Violation::new("/business/timezone", why)
+                    .with_code(review::codes::INVALID_TIME_ZONE),
+            ]
+        })?;
+    let send_at = body.send_at(now);
+    let states =
+        quiet_hours::recipient_states(body.customer.state.as_deref(), &body.customer.phone);
     let (status, scheduled) = match quiet_hours::next_opening_all(send_at, zone, &states) {
         quiet_hours::Opening::Now { .. } => ("scheduled", send_at),
         quiet_hours::Opening::Later { opens_at, .. } => ("deferred_quiet_hours", opens_at),
     };
-    let follow_up = body
-        .pointer("/follow_up/enabled")
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
+    let follow_up = body.follow_up_enabled();
     let self_url = format!(
         "{base}{}",
         grove_common::catalog::paths::review_request(SANDBOX_ID)

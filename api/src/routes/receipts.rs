@@ -5,7 +5,7 @@ use axum::{
     Json,
     extract::{Path, State},
 };
-use chrono::{SecondsFormat, Utc};
+use chrono::SecondsFormat;
 use grove_common::{
     catalog::{self, ModeId},
     db::{
@@ -21,33 +21,28 @@ pub(super) async fn show(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let internal = |e: sea_orm::DbErr| ApiError::Internal(e.to_string());
     // Ids are 32 hex characters; anything else cannot exist, so skip the lookup.
     if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(ApiError::NotFound);
     }
     let Some(rec) = receipt::Entity::find_by_id(id.clone())
         .one(&state.db)
-        .await
-        .map_err(internal)?
+        .await?
     else {
         return Err(ApiError::NotFound);
     };
-    if rec.expires_at < Utc::now() {
+    if rec.expires_at < state.clock.wall() {
         return Err(ApiError::NotFound);
     }
     let call = calls::load(&state.db, rec.call_id)
-        .await
-        .map_err(internal)?
+        .await?
         .ok_or(ApiError::NotFound)?;
     let pay = payment::Entity::find()
         .filter(payment::Column::CallId.eq(rec.call_id))
         .one(&state.db)
-        .await
-        .map_err(internal)?;
+        .await?;
     let result = calls::load_result(&state.db, rec.call_id)
-        .await
-        .map_err(internal)?
+        .await?
         .map(|r| r.body);
     let status = match call.status.as_str() {
         calls::status::COMPLETED => "completed",

@@ -11,46 +11,37 @@ use axum::{
 use grove_common::{
     db::{
         entities::{link_click, review_request},
-        reviews::{self, rfc3339, status},
+        reviews::{self, lifecycle, rfc3339},
     },
-    review::phone::UsPhone,
+    review::{ReviewStatus, phone::UsPhone},
 };
 use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, sea_query::Expr};
 use serde_json::{Value, json};
 use uuid::Uuid;
-
-fn internal(e: sea_orm::DbErr) -> ApiError {
-    ApiError::Internal(e.to_string())
-}
 
 async fn find(state: &AppState, id: &str) -> Result<review_request::Model, ApiError> {
     if !id.starts_with("rr_") || id.len() > 64 {
         return Err(ApiError::NotFound);
     }
     reviews::load(&state.db, id)
-        .await
-        .map_err(internal)?
+        .await?
         .ok_or(ApiError::NotFound)
 }
 
 async fn view(state: &AppState, req: &review_request::Model) -> Result<Value, ApiError> {
-    let messages = reviews::messages(&state.db, &req.id)
-        .await
-        .map_err(internal)?;
-    let events = reviews::events(&state.db, &req.id)
-        .await
-        .map_err(internal)?;
+    let messages = reviews::messages(&state.db, &req.id).await?;
+    let events = reviews::events(&state.db, &req.id).await?;
     let masked = UsPhone::parse(&req.phone)
         .map(|p| p.masked())
         .unwrap_or_else(|_| "***".into());
-    let next_action = match req.status.as_str() {
-        status::SCHEDULED | status::DEFERRED => {
+    let next_action = match req.status {
+        ReviewStatus::Scheduled | ReviewStatus::Deferred => {
             json!({"action": "send", "at": rfc3339(req.send_at)})
         }
-        status::FOLLOW_UP_SCHEDULED => {
+        ReviewStatus::FollowUpScheduled => {
             json!({"action": "follow_up", "at": req.follow_up_due_at.map(rfc3339)})
         }
-        status::SENT => json!({"action": "await_delivery", "at": null}),
+        ReviewStatus::Sent => json!({"action": "await_delivery", "at": null}),
         _ => Value::Null,
     };
     Ok(json!({
@@ -89,22 +80,16 @@ pub(super) async fn cancel(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let req = find(&state, &id).await?;
+    let mut req = find(&state, &id).await?;
     let now = state.clock.now();
-    if !reviews::advance(
-        &state.db,
-        &req.id,
-        status::CANCELLED,
-        json!({"by": "caller"}),
-        now,
-    )
-    .await
-    .map_err(internal)?
-    {
+    let to = ReviewStatus::Cancelled;
+    if !lifecycle::advance(&state.db, &req.id, to, json!({"by": "caller"}), now).await? {
+        // Finished meanwhile (or before): say how.
         let current = find(&state, &id).await?;
-        return Err(ApiError::AlreadyFinal(current.status));
+        return Err(ApiError::AlreadyFinal(current.status.to_string()));
     }
-    let req = find(&state, &id).await?;
+    req.status = to;
+    req.updated_at = now;
     Ok(Json(view(&state, &req).await?))
 }
 
@@ -119,8 +104,7 @@ pub(super) async fn click(
     let req = review_request::Entity::find()
         .filter(review_request::Column::LinkToken.eq(token))
         .one(&state.db)
-        .await
-        .map_err(internal)?
+        .await?
         .ok_or(ApiError::NotFound)?;
     let now = state.clock.now();
     link_click::Entity::insert(link_click::ActiveModel {
@@ -129,34 +113,27 @@ pub(super) async fn click(
         clicked_at: Set(now),
     })
     .exec(&state.db)
-    .await
-    .map_err(internal)?;
+    .await?;
     let first = review_request::Entity::update_many()
         .col_expr(review_request::Column::ClickedAt, Expr::value(Some(now)))
         .filter(review_request::Column::Id.eq(req.id.clone()))
         .filter(review_request::Column::ClickedAt.is_null())
         .exec(&state.db)
-        .await
-        .map_err(internal)?
+        .await?
         .rows_affected
         == 1;
     if first {
-        reviews::event(&state.db, &req.id, "clicked", json!({}), now)
-            .await
-            .map_err(internal)?;
+        reviews::event(&state.db, &req.id, "clicked", json!({}), now).await?;
         // A click is the outcome we asked for: no reminder after it.
-        if [status::SENT, status::DELIVERED, status::FOLLOW_UP_SCHEDULED]
-            .contains(&req.status.as_str())
-        {
-            reviews::advance(
+        if req.status.completes_on_click() {
+            lifecycle::advance(
                 &state.db,
                 &req.id,
-                status::COMPLETED,
+                ReviewStatus::Completed,
                 json!({"reason": "clicked"}),
                 now,
             )
-            .await
-            .map_err(internal)?;
+            .await?;
         }
     }
     let mut response = StatusCode::FOUND.into_response();

@@ -7,16 +7,16 @@
 //! crates cannot express, and the RustCrypto keys are already what configuration validated.
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
-use grove_common::config::{CdpCredentials, CdpKey};
+use grove_common::{
+    clock::{Clock, SystemClock},
+    config::{CdpCredentials, CdpKey},
+};
 use reqwest::{
     Url,
     header::{HeaderValue, InvalidHeaderValue},
 };
 use serde_json::json;
-use std::{
-    fmt,
-    time::{SystemTime, UNIX_EPOCH},
-};
+use std::fmt;
 
 /// How long one token is valid: CDP's own clients use 120 s.
 pub const TOKEN_LIFETIME_S: u64 = 120;
@@ -108,11 +108,9 @@ pub fn request_uri(method: &str, url: &Url) -> Option<String> {
     })
 }
 
+/// Token lifetimes are checked by CDP against the real time.
 fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    SystemClock.wall_unix()
 }
 
 #[cfg(test)]

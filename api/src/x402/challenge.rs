@@ -66,6 +66,10 @@ pub mod codes {
     pub const SETTLEMENT_UNAVAILABLE: &str = "settlement_unavailable:";
 }
 
+/// Settlement needs a few Base blocks (2 s each) before `validBefore`, or the transfer reverts
+/// as expired after we did the work: an authorization must leave at least this long.
+pub const MIN_SECONDS_LEFT: u64 = 6;
+
 /// `maxTimeoutSeconds` of every requirement we offer; a v2 payment's `accepted` must echo it.
 pub const OFFERED_MAX_TIMEOUT_SECONDS: u64 = x402::MAX_TIMEOUT_SECONDS;
 

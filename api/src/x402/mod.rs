@@ -6,6 +6,7 @@ pub mod chain;
 pub mod challenge;
 mod eip3009;
 pub mod facilitator;
+pub mod payload;
 pub mod payment;
-mod payment_header;
+pub mod rejection;
 pub mod settle;

@@ -1,16 +1,14 @@
-//! Decoding and local verification of a payment header (CONTRACT 3, "Payment").
-//!
-//! `PAYMENT-SIGNATURE` (v2) is read first, else `X-PAYMENT` (v1); both carry base64 JSON. Every
-//! check here is local and runs before any money moves: a payment that passes is well formed,
-//! for this price and this recipient, inside its time window and signed by `authorization.from`.
-//! What needs a chain (balance, nonce already used on chain) is the facilitator's job.
+//! Local verification of a payment (CONTRACT 3, "Payment"), whatever carried it: every check
+//! here runs before any money moves. A payment that passes is well formed, for this price and
+//! this recipient, inside its time window and signed by `authorization.from`. What needs a chain
+//! (balance, nonce already used on chain) is the facilitator's job.
 
 use super::{
     challenge,
     eip3009::{self, SignatureProblem, TransferWithAuthorization},
-    payment_header::{
-        PayloadV1, PayloadV2, decode, field, malformed, parse_address, parse_uint, payment_header,
-    },
+    facilitator::SettleRequest,
+    payload::{PayloadV1, PayloadV2, PaymentPayload, field, malformed, parse_address, parse_uint},
+    rejection::PaymentRejection,
 };
 use alloy_primitives::{Address, B256, U256, hex};
 use axum::http::HeaderMap;
@@ -18,8 +16,6 @@ use grove_common::x402;
 use serde::Deserialize;
 use serde_json::Value;
 use std::str::FromStr;
-
-pub use super::payment_header::UintProblem;
 
 /// What this call must be paid with. Network, asset and EIP-712 domain are constants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +27,7 @@ pub struct Expected {
 /// A payment that passed every local check.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VerifiedPayment {
-    /// 2 for `PAYMENT-SIGNATURE`, 1 for `X-PAYMENT`.
+    /// The protocol version: 2 (`PAYMENT-SIGNATURE`, MCP `_meta`), 1 (`X-PAYMENT`).
     pub version: u8,
     /// The recovered signer, equal to `authorization.from`.
     pub payer: Address,
@@ -41,92 +37,16 @@ pub struct VerifiedPayment {
     pub valid_before: u64,
     /// The decoded JSON exactly as the client sent it: the facilitator's `paymentPayload`.
     pub payload: Value,
-    /// Lowercase header name the payment came in (`payment-signature` or `x-payment`).
-    pub header_name: &'static str,
 }
 
-/// Why a payment header was refused. `reason()` is the stable code of `payment_invalid:<reason>`.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum PaymentRejection {
-    #[error("the payment header could not be decoded: {0}")]
-    MalformedHeader(String),
-    #[error("{0}")]
-    UnsupportedVersion(String),
-    #[error("only the \"exact\" scheme is accepted")]
-    WrongScheme,
-    #[error("payments are accepted on Base mainnet only (eip155:8453, v1 \"base\")")]
-    WrongNetwork,
-    #[error("the asset must be USDC on Base ({})", x402::USDC_ADDRESS)]
-    WrongAsset,
-    #[error("the payment is not addressed to this service's payTo")]
-    WrongPayTo,
-    #[error("the authorized value must be exactly {0} atomic USDC units")]
-    WrongAmount(u64),
-    #[error("{field} must be a canonical decimal string: {}", uint_rule(.problem))]
-    NonCanonicalInteger {
-        field: &'static str,
-        problem: UintProblem,
-    },
-    #[error(
-        "accepted.maxTimeoutSeconds must be {}, as offered",
-        challenge::OFFERED_MAX_TIMEOUT_SECONDS
-    )]
-    WrongMaxTimeout,
-    #[error("accepted.extra must be {}, as offered", challenge::offered_extra())]
-    WrongExtra,
-    #[error("the authorization is not valid yet (validAfter must be before now, as USDC requires)")]
-    NotYetValid,
-    #[error(
-        "the authorization expires too soon to settle (validBefore must be at least now + {MIN_SECONDS_LEFT}s)"
-    )]
-    Expired,
-    #[error("the signature is not a 65-byte ECDSA signature with v = 27 or 28")]
-    BadSignature,
-    #[error("the signature has a high s value; sign with a low-s (canonical) signature")]
-    HighSSignature,
-    #[error(
-        "the signature was not made by authorization.from under the USDC (\"USD Coin\", version 2, chain 8453) EIP-712 domain"
-    )]
-    SignerMismatch,
-}
-
-impl PaymentRejection {
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Self::MalformedHeader(_) => "malformed_header",
-            Self::UnsupportedVersion(_) => "unsupported_version",
-            Self::WrongScheme => "wrong_scheme",
-            Self::WrongNetwork => "wrong_network",
-            Self::WrongAsset => "wrong_asset",
-            Self::WrongPayTo => "wrong_pay_to",
-            Self::WrongAmount(_) => "wrong_amount",
-            Self::NonCanonicalInteger { problem, .. } => match problem {
-                UintProblem::NotDecimal => "integer_not_decimal",
-                UintProblem::LeadingZero => "integer_leading_zero",
-                UintProblem::TooLarge => "integer_too_large",
-            },
-            Self::WrongMaxTimeout => "wrong_max_timeout",
-            Self::WrongExtra => "wrong_extra",
-            Self::NotYetValid => "not_yet_valid",
-            Self::Expired => "expired",
-            Self::BadSignature => "bad_signature",
-            Self::HighSSignature => "high_s_signature",
-            Self::SignerMismatch => "signer_mismatch",
+impl SettleRequest {
+    /// The request for a locally verified payment: its own payload, in its own version.
+    pub fn for_payment(payment: &VerifiedPayment, payment_requirements: Value) -> Self {
+        Self {
+            x402_version: payment.version,
+            payment_payload: payment.payload.clone(),
+            payment_requirements,
         }
-    }
-
-    /// Human text for logs and clients; it never repeats the header back.
-    pub fn message(&self) -> String {
-        self.to_string()
-    }
-}
-
-/// The rule a non-canonical integer broke, for the refusal's message.
-fn uint_rule(problem: &UintProblem) -> &'static str {
-    match problem {
-        UintProblem::NotDecimal => "ASCII digits only (no sign, space, hex or exponent)",
-        UintProblem::LeadingZero => "no leading zeros",
-        UintProblem::TooLarge => "at most 2^256 - 1",
     }
 }
 
@@ -135,24 +55,36 @@ fn uint(field: &'static str, s: &str) -> Result<U256, PaymentRejection> {
     parse_uint(s).map_err(|problem| PaymentRejection::NonCanonicalInteger { field, problem })
 }
 
-/// Settlement needs a few Base blocks (2 s each) before `validBefore`, or the transfer reverts
-/// as expired after we did the work.
-pub const MIN_SECONDS_LEFT: u64 = 6;
+pub use super::challenge::MIN_SECONDS_LEFT;
 
-/// Verifies the payment header of a request. `Ok(None)`: the request carries none.
+/// Verifies the payment header of a request (`PAYMENT-SIGNATURE`, else `X-PAYMENT`).
+/// `Ok(None)`: the request carries none.
 pub fn verify(
     headers: &HeaderMap,
     expected: &Expected,
     now_unix: u64,
 ) -> Result<Option<VerifiedPayment>, PaymentRejection> {
-    let Some((header_name, version, raw)) = payment_header(headers)? else {
-        return Ok(None);
-    };
-    let payload = decode(raw)?;
+    PaymentPayload::from_headers(headers)?
+        .map(|payload| verify_payload(payload, expected, now_unix))
+        .transpose()
+}
+
+/// Verifies a payment as its carrier presented it (decoded from a header, or taken from MCP's
+/// `_meta["x402/payment"]`).
+pub fn verify_payload(
+    presented: PaymentPayload,
+    expected: &Expected,
+    now_unix: u64,
+) -> Result<VerifiedPayment, PaymentRejection> {
+    let PaymentPayload {
+        version,
+        json: payload,
+        carrier,
+    } = presented;
     let found = payload.get("x402Version").and_then(Value::as_u64);
     if found != Some(u64::from(version)) {
         return Err(PaymentRejection::UnsupportedVersion(format!(
-            "the {header_name} header carries x402Version {version}, found {}",
+            "the {carrier} carries x402Version {version}, found {}",
             found.map_or_else(|| "none".to_owned(), |v| v.to_string())
         )));
     }
@@ -218,15 +150,14 @@ pub fn verify(
         },
     )?;
 
-    Ok(Some(VerifiedPayment {
+    Ok(VerifiedPayment {
         version,
         payer: message.from,
         nonce: message.nonce,
         amount_atomic: expected.amount_atomic,
         valid_before: message.validBefore.saturating_to(),
         payload,
-        header_name,
-    }))
+    })
 }
 
 fn check_scheme_and_network(
@@ -241,34 +172,4 @@ fn check_scheme_and_network(
         return Err(PaymentRejection::WrongNetwork);
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reasons_are_stable_snake_case() {
-        assert_eq!(
-            PaymentRejection::HighSSignature.reason(),
-            "high_s_signature"
-        );
-        assert_eq!(PaymentRejection::WrongAmount(1).reason(), "wrong_amount");
-        assert!(PaymentRejection::Expired.message().contains("now + 6s"));
-        let leading = PaymentRejection::NonCanonicalInteger {
-            field: "authorization.value",
-            problem: UintProblem::LeadingZero,
-        };
-        assert_eq!(leading.reason(), "integer_leading_zero");
-        assert_eq!(
-            leading.message(),
-            "authorization.value must be a canonical decimal string: no leading zeros"
-        );
-        assert!(PaymentRejection::WrongMaxTimeout.message().contains("300"));
-        assert!(
-            PaymentRejection::WrongExtra
-                .message()
-                .contains(r#"{"name":"USD Coin","version":"2"}"#)
-        );
-    }
 }

@@ -3,7 +3,6 @@
 //!
 //! `cargo run --release -p grove-bench --bin free -- [seconds per scenario]`
 
-use grove_api::Application;
 use grove_bench::load::{self, Request};
 use grove_common::config::Config;
 use reqwest::Method;
@@ -34,7 +33,7 @@ async fn grove_server() -> String {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect();
-    let app = Application::build(Config::from_map(&env).expect("config"))
+    let app = grove::build(Config::from_map(&env).expect("config"))
         .await
         .expect("app");
     let url = format!("http://{}", app.local_addr());

@@ -2,15 +2,19 @@
 //! runs twice (at-least-once delivery) stores one result.
 
 use super::entities::{call, model_call, result};
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use sea_orm::{
-    ActiveValue::Set,
-    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, ExprTrait,
-    FromQueryResult, QueryFilter, QuerySelect, TransactionTrait,
-    sea_query::{Alias, Expr},
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
+    QueryFilter, TransactionTrait, sea_query::Expr,
 };
 use serde_json::Value;
 use uuid::Uuid;
+
+mod lease;
+pub use lease::{
+    Finisher, Holder, LEASE, LEASE_RENEW_EVERY, Runner, Running, Start, holder, renew_lease,
+    running_elsewhere, start_attempt, take_over,
+};
 
 pub mod status {
     /// Paid for, but the settlement's outcome is not known yet: must not run (issue 7).
@@ -32,220 +36,6 @@ pub async fn load_result(
     call_id: Uuid,
 ) -> Result<Option<result::Model>, DbErr> {
     result::Entity::find_by_id(call_id).one(db).await
-}
-
-/// How long a started run holds its call without renewing: the fallback for a process that is
-/// alive (its liveness lock held, `super::liveness`) but stalled. A run whose process died is
-/// taken over at once through the liveness lock, so this can be long enough never to lapse
-/// falsely on a loaded machine. The run renews every `LEASE_RENEW_EVERY` while it works.
-pub const LEASE: chrono::TimeDelta = chrono::TimeDelta::seconds(30);
-pub const LEASE_RENEW_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// The lease columns (migrations 4 and 7). They are not on the entity: only the functions below
-/// read or write them, and every call row is created without a lease.
-fn lease_until() -> Alias {
-    Alias::new("lease_until")
-}
-
-/// The run holding the lease.
-fn lease_owner() -> Alias {
-    Alias::new("lease_owner")
-}
-
-/// The process that run lives in (its liveness key).
-fn lease_process() -> Alias {
-    Alias::new("lease_process")
-}
-
-/// Who starts a run: the run itself, and the process (liveness key) it runs in.
-#[derive(Clone, Copy, Debug)]
-pub struct Runner {
-    pub run: Uuid,
-    pub process: i64,
-}
-
-/// The run holding a running call's lease, as last read.
-#[derive(Clone, Debug, PartialEq, Eq, FromQueryResult)]
-pub struct Holder {
-    pub lease_owner: Option<String>,
-    pub lease_process: Option<i64>,
-    pub lease_until: Option<DateTime<Utc>>,
-}
-
-/// What an attempt to start work on a call found.
-#[derive(Debug)]
-pub enum Start {
-    /// This run holds the call's lease (until it lapses or the call ends): do the work.
-    Started(Box<call::Model>),
-    /// Another run holds a live time lease: it does the work, unless its process is gone
-    /// (then `take_over`).
-    Busy(Holder),
-    /// Nothing to run: the call is in this status (completed, failed, or not yet, or never,
-    /// runnable: `settling`, `unpaid`).
-    Idle(String),
-    /// No such call.
-    Missing,
-}
-
-/// `pending → running` (or a takeover of a `running` call whose time lease lapsed), in one
-/// statement, taking the lease for `runner`; one more attempt. Only `pending` calls start: the
-/// API reopens a failed call to `pending` for its free re-run, and a call whose payment is
-/// unsettled (`settling`) or refused (`unpaid`) never does.
-pub async fn start_attempt(
-    db: &DatabaseConnection,
-    id: Uuid,
-    runner: Runner,
-) -> Result<Start, DbErr> {
-    let now = Utc::now();
-    let lapsed = Condition::any()
-        .add(Expr::col(lease_until()).is_null())
-        .add(Expr::col(lease_until()).lt(now));
-    let runnable = Condition::any()
-        .add(call::Column::Status.eq(status::PENDING))
-        .add(
-            Condition::all()
-                .add(call::Column::Status.eq(status::RUNNING))
-                .add(lapsed),
-        );
-    take(db, id, runner, runnable, now).await
-}
-
-/// Takes over a `running` call from `from`, a run whose process is known to be dead. A compare
-/// and set on the lease as read: of several processes that saw the same dead run, one wins.
-pub async fn take_over(
-    db: &DatabaseConnection,
-    id: Uuid,
-    from: &Holder,
-    runner: Runner,
-) -> Result<Start, DbErr> {
-    let same = |col: Alias, value: Option<sea_orm::Value>| match value {
-        Some(v) => Expr::col(col).eq(v),
-        None => Expr::col(col).is_null(),
-    };
-    let held_by_it = Condition::all()
-        .add(call::Column::Status.eq(status::RUNNING))
-        .add(same(
-            lease_owner(),
-            from.lease_owner.clone().map(Into::into),
-        ))
-        .add(same(lease_process(), from.lease_process.map(Into::into)));
-    take(db, id, runner, held_by_it, Utc::now()).await
-}
-
-async fn take(
-    db: &DatabaseConnection,
-    id: Uuid,
-    runner: Runner,
-    condition: Condition,
-    now: DateTime<Utc>,
-) -> Result<Start, DbErr> {
-    let updated = call::Entity::update_many()
-        .col_expr(call::Column::Status, Expr::value(status::RUNNING))
-        .col_expr(
-            call::Column::Attempts,
-            Expr::col(call::Column::Attempts).add(1),
-        )
-        .col_expr(call::Column::UpdatedAt, Expr::value(now))
-        .col_expr(lease_until(), Expr::value(now + LEASE))
-        .col_expr(lease_owner(), Expr::value(runner.run.to_string()))
-        .col_expr(lease_process(), Expr::value(runner.process))
-        .filter(call::Column::Id.eq(id))
-        .filter(condition)
-        .exec(db)
-        .await?;
-    Ok(match load(db, id).await? {
-        None => Start::Missing,
-        Some(c) if updated.rows_affected == 1 => Start::Started(Box::new(c)),
-        Some(c) if c.status == status::RUNNING => match holder(db, id).await? {
-            Some(h) => Start::Busy(h),
-            None => Start::Missing,
-        },
-        Some(c) => Start::Idle(c.status),
-    })
-}
-
-/// The lease on a call as it stands.
-pub async fn holder(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<Holder>, DbErr> {
-    lease_columns(call::Entity::find_by_id(id))
-        .into_model::<Holder>()
-        .one(db)
-        .await
-}
-
-fn lease_columns(select: sea_orm::Select<call::Entity>) -> sea_orm::Select<call::Entity> {
-    select
-        .select_only()
-        .expr_as(Expr::col(lease_owner()), "lease_owner")
-        .expr_as(Expr::col(lease_process()), "lease_process")
-        .expr_as(Expr::col(lease_until()), "lease_until")
-}
-
-/// A running coaching call and its lease, for the takeover loop.
-#[derive(Clone, Debug, FromQueryResult)]
-pub struct Running {
-    pub id: Uuid,
-    pub request_id: String,
-    #[sea_orm(nested)]
-    pub holder: Holder,
-}
-
-/// Running coaching calls whose lease is not held by `process` (at most `limit`, oldest first):
-/// the candidates for a takeover, once their holder is known dead or their time lease lapsed.
-pub async fn running_elsewhere(
-    db: &DatabaseConnection,
-    process: i64,
-    limit: u64,
-) -> Result<Vec<Running>, DbErr> {
-    use sea_orm::QueryOrder;
-    let elsewhere = Condition::any()
-        .add(Expr::col(lease_process()).is_null())
-        .add(Expr::col(lease_process()).ne(process));
-    lease_columns(call::Entity::find())
-        .column(call::Column::Id)
-        .column(call::Column::RequestId)
-        .filter(call::Column::Status.eq(status::RUNNING))
-        .filter(call::Column::Kind.eq("coaching"))
-        .filter(elsewhere)
-        .order_by_asc(call::Column::UpdatedAt)
-        .limit(limit)
-        .into_model::<Running>()
-        .all(db)
-        .await
-}
-
-/// Renews `owner`'s lease on a running call. False when the lease is no longer its own (it
-/// was taken over, or the call ended).
-pub async fn renew_lease(db: &DatabaseConnection, id: Uuid, owner: Uuid) -> Result<bool, DbErr> {
-    let now = Utc::now();
-    let updated = call::Entity::update_many()
-        .col_expr(lease_until(), Expr::value(now + LEASE))
-        .filter(call::Column::Id.eq(id))
-        .filter(call::Column::Status.eq(status::RUNNING))
-        .filter(Expr::col(lease_owner()).eq(owner.to_string()))
-        .exec(db)
-        .await?;
-    Ok(updated.rows_affected == 1)
-}
-
-/// Who stores a call's outcome.
-#[derive(Clone, Copy, Debug)]
-pub enum Finisher {
-    /// The run holding the call's lease: it may finish the call only while it still holds it,
-    /// so a run that was taken over cannot overwrite the run that took it.
-    Run(Uuid),
-    /// Something that holds no lease: a review request's first outcome, or the api.
-    Unleased,
-}
-
-impl Finisher {
-    fn guard(self) -> Condition {
-        match self {
-            Finisher::Run(owner) => Condition::all()
-                .add(call::Column::Status.eq(status::RUNNING))
-                .add(Expr::col(lease_owner()).eq(owner.to_string())),
-            Finisher::Unleased => Condition::all(),
-        }
-    }
 }
 
 /// Stores the result and completes the call in one transaction. If a result already exists

@@ -9,6 +9,7 @@ pub mod links;
 pub mod message;
 pub mod phone;
 pub mod quiet_hours;
+pub mod status;
 
 pub use consent::{check as check_consent, check_send_at};
 pub use encoding::Encoding;
@@ -20,6 +21,7 @@ pub use quiet_hours::{
     Opening, next_opening, next_opening_all, parse_zone, recipient_state, recipient_states,
     window_on, window_on_all, zone,
 };
+pub use status::ReviewStatus;
 
 use crate::schema::Violation;
 use chrono::{DateTime, Utc};

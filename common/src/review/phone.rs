@@ -61,6 +61,20 @@ impl UsPhone {
     }
 }
 
+/// Serialised as the E.164 text it was parsed from, and parsed again when read back.
+impl serde::Serialize for UsPhone {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for UsPhone {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = String::deserialize(d)?;
+        UsPhone::parse(&raw).map_err(serde::de::Error::custom)
+    }
+}
+
 impl fmt::Debug for UsPhone {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "UsPhone({})", self.masked())

@@ -6,9 +6,12 @@
 
 use crate::{jobs::Deps, sms::SmsError};
 use chrono::{DateTime, Utc};
-use grove_common::db::{
-    entities::{review_message, review_request},
-    reviews::{self, status},
+use grove_common::{
+    db::{
+        entities::{review_message, review_request},
+        reviews::{self, lifecycle},
+    },
+    review::ReviewStatus,
 };
 use sea_orm::DbErr;
 use serde_json::json;
@@ -20,7 +23,7 @@ pub(super) async fn record(
     req: &review_request::Model,
     msg: &review_message::Model,
     e: &SmsError,
-    after_failure: &str,
+    after_failure: ReviewStatus,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     let db = &deps.db;
@@ -31,7 +34,7 @@ pub(super) async fn record(
             .await?
             .is_some()
         {
-            reviews::advance(
+            lifecycle::advance(
                 db,
                 &req.id,
                 after_failure,
@@ -46,20 +49,11 @@ pub(super) async fn record(
     }
     reviews::message_status(db, msg, "failed", None, code, now).await?;
     if matches!(e, SmsError::OptedOut { .. }) {
-        reviews::set_suppression(db, &req.phone, true, "provider_21610", now).await?;
-        for open in reviews::open_for_phone(db, &req.phone).await? {
-            reviews::advance(
-                db,
-                &open.id,
-                status::OPTED_OUT,
-                json!({"reason": "provider_opted_out", "code": 21610}),
-                now,
-            )
-            .await?;
-        }
+        let detail = json!({"reason": "provider_opted_out", "code": code});
+        lifecycle::opt_out(db, &req.phone, lifecycle::PROVIDER_OPT_OUT, detail, now).await?;
     } else {
         tracing::warn!(error = %e, "SMS send failed");
-        reviews::advance(
+        lifecycle::advance(
             db,
             &req.id,
             after_failure,

@@ -8,11 +8,12 @@ use grove_common::{
         reviews,
     },
     review::{
+        ReviewStatus,
         phone::UsPhone,
         quiet_hours::{self, Opening},
     },
 };
-use sea_orm::{ConnectionTrait, DbErr};
+use sea_orm::{ConnectionTrait, DbErr, EntityTrait};
 use std::time::Duration;
 
 pub enum Decision {
@@ -22,13 +23,23 @@ pub enum Decision {
     Defer { until: DateTime<Utc> },
     /// Must not send: the request ends in `status` for `reason`.
     Refuse {
-        status: &'static str,
+        status: ReviewStatus,
         reason: &'static str,
     },
 }
 
 /// Consent counts for 18 months after it was captured.
 pub const CONSENT_MONTHS: u32 = 18;
+
+/// The guard for `req` at `now`, with its consent as recorded.
+pub async fn at_send_time(
+    db: &impl ConnectionTrait,
+    req: &review_request::Model,
+    now: DateTime<Utc>,
+) -> Result<Decision, DbErr> {
+    let consent = consent::Entity::find_by_id(req.consent_id).one(db).await?;
+    check(db, req, consent.as_ref(), now).await
+}
 
 pub async fn check(
     db: &impl ConnectionTrait,
@@ -38,7 +49,7 @@ pub async fn check(
 ) -> Result<Decision, DbErr> {
     if reviews::is_suppressed(db, &req.phone).await? {
         return Ok(Decision::Refuse {
-            status: reviews::status::OPTED_OUT,
+            status: ReviewStatus::OptedOut,
             reason: "recipient_opted_out",
         });
     }
@@ -49,7 +60,7 @@ pub async fn check(
     });
     if !consent_ok {
         return Ok(Decision::Refuse {
-            status: reviews::status::FAILED,
+            status: ReviewStatus::Failed,
             reason: "consent_expired",
         });
     }
@@ -58,7 +69,7 @@ pub async fn check(
         UsPhone::parse(&req.phone),
     ) else {
         return Ok(Decision::Refuse {
-            status: reviews::status::FAILED,
+            status: ReviewStatus::Failed,
             reason: "invalid_zone_or_phone",
         });
     };

@@ -5,8 +5,9 @@
 use crate::jobs::{Deps, JobError};
 use apalis::prelude::Data;
 use grove_common::{
-    db::reviews::{self, status},
+    db::reviews::{self, lifecycle},
     jobs::{ReviewJob, ReviewStep},
+    review::ReviewStatus,
 };
 use std::sync::Arc;
 
@@ -20,12 +21,14 @@ pub async fn sweep(deps: &Deps) -> Result<usize, JobError> {
     let now = deps.clock.now();
     let mut acted = 0;
     for req in reviews::due(&deps.db, now).await? {
-        let step = match req.status.as_str() {
-            status::SCHEDULED | status::DEFERRED | status::SENDING => Some(ReviewStep::Send),
-            status::FOLLOW_UP_SCHEDULED => Some(ReviewStep::FollowUp),
-            status::SENT => {
+        let step = match req.status {
+            ReviewStatus::Scheduled | ReviewStatus::Deferred | ReviewStatus::Sending => {
+                Some(ReviewStep::Send)
+            }
+            ReviewStatus::FollowUpScheduled => Some(ReviewStep::FollowUp),
+            ReviewStatus::Sent => {
                 // 24 h at `sent` with no delivery report: treat as delivered then.
-                reviews::on_initial_delivered(&deps.db, &req, req.updated_at, now).await?;
+                lifecycle::on_initial_delivered(&deps.db, &req, req.updated_at, now).await?;
                 acted += 1;
                 None
             }

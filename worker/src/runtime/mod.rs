@@ -8,11 +8,10 @@
 //! process died, straight from the database. A process that loses its liveness lock stops at
 //! once with an error: the others are taking its calls over.
 
-mod in_flight;
 mod supervise;
 pub mod takeover;
 
-pub use in_flight::InFlight;
+pub use crate::in_flight::InFlight;
 
 use crate::{
     jobs::{Deps, coaching_job},
@@ -89,13 +88,43 @@ async fn until(mut stop: watch::Receiver<bool>) -> Result<(), std::io::Error> {
     Ok(())
 }
 
-/// Marks a consumer running at each successful registration or heartbeat with Redis.
+/// Marks a consumer running at each successful registration or heartbeat with its backend.
 fn heartbeats(health: ConsumerHandle) -> impl Fn(&WorkerContext, &Event) + Send + Sync + 'static {
     move |_, event| {
         if matches!(event, Event::HeartBeat) {
             health.beat();
         }
     }
+}
+
+/// The one builder chain of a job consumer: `handler` over `backend`, `CONCURRENCY` jobs at a
+/// time, with the worker's deps, reporting heartbeats to `health`, until `stopped` turns true.
+/// (A macro: the chain's types differ per backend and handler, and apalis's bounds on them are
+/// not worth restating.)
+macro_rules! consumer {
+    ($name:expr, $backend:expr, $deps:expr, $handler:expr, $health:expr, $stopped:expr) => {
+        WorkerBuilder::new($name)
+            .backend($backend)
+            .concurrency(CONCURRENCY)
+            .data(Arc::clone($deps))
+            .on_event(heartbeats($health))
+            .build($handler)
+            .run_until(until($stopped))
+    };
+}
+
+/// The sweeper: `sweep_tick` every `every`, until `stopped` turns true.
+fn sweeper(
+    name: String,
+    every: Duration,
+    deps: Arc<Deps>,
+    stopped: watch::Receiver<bool>,
+) -> Result<impl Future<Output = Result<(), apalis::prelude::WorkerError>>, RuntimeError> {
+    Ok(WorkerBuilder::new(name)
+        .backend(sweep_schedule(every)?)
+        .data(deps)
+        .build(sweep_tick)
+        .run_until(until(stopped)))
 }
 
 /// Runs every worker against Redis until `shutdown` resolves; in-flight jobs finish first.
@@ -145,37 +174,24 @@ pub async fn run_redis_with(
         stopped: stopped.clone(),
         stop: Arc::clone(&stop),
     };
-    let coaching_deps = Arc::clone(&deps);
     let coaching = lane("coaching", jobs::coaching_queue(namespace)).run::<CoachingJob, _, _, _>(
-        move |name, backend, stopped, health| {
-            WorkerBuilder::new(name)
-                .backend(backend)
-                .concurrency(CONCURRENCY)
-                .data(Arc::clone(&coaching_deps))
-                .on_event(heartbeats(health))
-                .build(coaching_job)
-                .run_until(until(stopped))
+        |name, backend, stopped, health| {
+            consumer!(name, backend, &deps, coaching_job, health, stopped)
         },
     );
-    let review_deps = Arc::clone(&deps);
     let review = lane("review", jobs::review_queue(namespace)).run::<ReviewJob, _, _, _>(
-        move |name, backend, stopped, health| {
-            WorkerBuilder::new(name)
-                .backend(backend)
-                .concurrency(CONCURRENCY)
-                .data(Arc::clone(&review_deps))
-                .on_event(heartbeats(health))
-                .build(review_job)
-                .run_until(until(stopped))
+        |name, backend, stopped, health| {
+            consumer!(name, backend, &deps, review_job, health, stopped)
         },
     );
     let liveness = Arc::clone(&deps.liveness);
     let takeover = takeover::run(Arc::clone(&deps), stopped.clone());
-    let sweeper = WorkerBuilder::new(format!("grove-sweeper-{id}"))
-        .backend(sweep_schedule(sweep_every)?)
-        .data(deps)
-        .build(sweep_tick)
-        .run_until(until(stopped.clone()));
+    let sweeper = sweeper(
+        format!("grove-sweeper-{id}"),
+        sweep_every,
+        Arc::clone(&deps),
+        stopped.clone(),
+    )?;
     tracing::info!(namespace, concurrency = CONCURRENCY, "worker ready");
     let all = async { tokio::join!(coaching, review, sweeper, takeover) };
     let (coaching, review, sweeper, ()) = tokio::select! {
@@ -204,24 +220,32 @@ pub fn spawn_embedded(
     shutdown: watch::Receiver<bool>,
 ) -> Result<(), RuntimeError> {
     let consumers = storages.consumers;
-    let coaching = WorkerBuilder::new("grove-coaching-embedded")
-        .backend(storages.coaching)
-        .concurrency(CONCURRENCY)
-        .data(Arc::clone(&deps))
-        .build(coaching_job)
-        .run_until(until(shutdown.clone()));
-    let review = WorkerBuilder::new("grove-review-embedded")
-        .backend(storages.review)
-        .concurrency(CONCURRENCY)
-        .data(Arc::clone(&deps))
-        .build(review_job)
-        .run_until(until(shutdown.clone()));
+    // Memory backends send no heartbeats: `watch_embedded` reports these consumers running.
+    let (coaching_health, review_health) =
+        (consumers.register("coaching"), consumers.register("review"));
+    let coaching = consumer!(
+        "grove-coaching-embedded",
+        storages.coaching,
+        &deps,
+        coaching_job,
+        coaching_health.clone(),
+        shutdown.clone()
+    );
+    let review = consumer!(
+        "grove-review-embedded",
+        storages.review,
+        &deps,
+        review_job,
+        review_health.clone(),
+        shutdown.clone()
+    );
     tokio::spawn(takeover::run(Arc::clone(&deps), shutdown.clone()));
-    let sweeper = WorkerBuilder::new("grove-sweeper-embedded")
-        .backend(sweep_schedule(sweep_every)?)
-        .data(Arc::clone(&deps))
-        .build(sweep_tick)
-        .run_until(until(shutdown.clone()));
+    let sweeper = sweeper(
+        "grove-sweeper-embedded".into(),
+        sweep_every,
+        Arc::clone(&deps),
+        shutdown.clone(),
+    )?;
     let liveness = Arc::clone(&deps.liveness);
     let all = Arc::clone(&consumers);
     tokio::spawn(async move {
@@ -229,8 +253,8 @@ pub fn spawn_embedded(
         // The api stops with an error (`Application::run_until`); until then, not ready.
         all.all_dead("lost the liveness lock");
     });
-    watch_embedded(consumers.register("coaching"), coaching, shutdown.clone());
-    watch_embedded(consumers.register("review"), review, shutdown.clone());
+    watch_embedded(coaching_health, coaching, shutdown.clone());
+    watch_embedded(review_health, review, shutdown.clone());
     watch_embedded(consumers.register("sweeper"), sweeper, shutdown);
     tracing::info!("embedded workers ready (in-process queues)");
     Ok(())

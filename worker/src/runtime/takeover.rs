@@ -13,7 +13,7 @@
 //! share, because the others stop at theirs. An orphan nobody took within `PATIENCE` looks is
 //! taken by whoever sees it, so a live process that stopped looking cannot strand it.
 
-use super::InFlight;
+use crate::in_flight::InFlight;
 use crate::jobs::{Deps, run_started};
 use chrono::Utc;
 use grove_common::db::calls::{self, Runner, Start};

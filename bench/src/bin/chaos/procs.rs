@@ -43,7 +43,7 @@ pub fn bin_dir() -> PathBuf {
     for bin in ["api", "worker"] {
         if !dir.join(bin).exists() {
             eprintln!(
-                "{} is missing: build it (cargo build -p grove-api -p grove-worker) or set GROVE_BIN_DIR",
+                "{} is missing: build it (cargo build --bin api --bin worker) or set GROVE_BIN_DIR",
                 dir.join(bin).display()
             );
             std::process::exit(2);

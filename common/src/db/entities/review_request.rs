@@ -23,7 +23,7 @@ pub struct Model {
     pub template: Option<String>,
     pub follow_up_enabled: bool,
     pub follow_up_after_hours: i32,
-    pub status: String,
+    pub status: crate::review::ReviewStatus,
     /// When the first message is due (the requested `send_at`, moved by quiet hours).
     pub send_at: DateTimeUtc,
     pub follow_up_due_at: Option<DateTimeUtc>,

@@ -1,5 +1,6 @@
 //! The api binary: serves on its configured address, stops cleanly on SIGTERM, and refuses to
-//! start in production with development defaults.
+//! start in production with development defaults. It runs the built `target/*/api` (scripts/test
+//! builds the binaries first).
 
 use std::{
     net::TcpListener,
@@ -7,18 +8,16 @@ use std::{
     time::{Duration, Instant},
 };
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
+use grove_tests::free_port;
+
+fn api() -> Command {
+    Command::new(grove_tests::binary("api"))
 }
 
 #[test]
 fn api_serves_and_stops_cleanly_on_sigterm() {
     let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_api"))
+    let mut child = api()
         .env("BIND_ADDR", format!("127.0.0.1:{port}"))
         .env("DATABASE_URL", "sqlite::memory:")
         .env_remove("REDIS_URL")
@@ -59,7 +58,7 @@ fn api_serves_and_stops_cleanly_on_sigterm() {
 
 #[test]
 fn production_refuses_development_defaults() {
-    let out = Command::new(env!("CARGO_BIN_EXE_api"))
+    let out = api()
         .env("APP_ENV", "production")
         .env("BIND_ADDR", "127.0.0.1:0")
         .env_remove("X402_FACILITATOR_URL")
@@ -109,7 +108,7 @@ fn start_collector() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
 fn traces_are_exported_over_otlp_and_flushed_at_shutdown() {
     let (collector, posts) = start_collector();
     let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_api"))
+    let mut child = api()
         .env("BIND_ADDR", format!("127.0.0.1:{port}"))
         .env("DATABASE_URL", "sqlite::memory:")
         .env(

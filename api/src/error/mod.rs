@@ -1,7 +1,12 @@
 //! The API's one error type and its single mapping to HTTP (CONTRACT 5).
 //!
 //! Every non-2xx body except 402 is `{"error":{"code","message","details","request_id"}}`.
-//! Internal errors are opaque to clients: the cause is logged, the client gets the request id.
+//! Internal errors are opaque to clients: the cause is logged with its source chain, the client
+//! gets the request id.
+
+mod problems;
+
+pub use problems::{Problem, ProblemKind};
 
 use crate::{request_id, x402::challenge::Challenge};
 use axum::{
@@ -107,9 +112,36 @@ pub enum ApiError {
     /// 503: no `X402_PAY_TO` configured.
     #[error("payments are not configured on this server")]
     PaymentsDisabled,
-    /// 500: a bug or an outage; the cause is logged, never sent.
-    #[error("internal error: {0}")]
-    Internal(String),
+    /// 500: a bug or an outage. The cause, with its own sources, is logged; the client gets
+    /// only the request id.
+    #[error("internal error")]
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl ApiError {
+    /// A 500 that keeps `cause` (an error, with its source chain, or a message) for the log.
+    pub fn internal(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        ApiError::Internal(cause.into())
+    }
+}
+
+/// The database is unreachable or refused a statement: an outage, not the client's doing.
+impl From<sea_orm::DbErr> for ApiError {
+    fn from(e: sea_orm::DbErr) -> Self {
+        ApiError::internal(e)
+    }
+}
+
+/// An error and every source under it, outermost first: `a: b: c`.
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(source) = next {
+        out.push_str(": ");
+        out.push_str(&source.to_string());
+        next = source.source();
+    }
+    out
 }
 
 /// Seconds a 503 asks a client to wait. What is not on sale (no wallet, no model provider) comes
@@ -117,64 +149,7 @@ pub enum ApiError {
 /// make agents poll.
 const NOT_ON_SALE_RETRY_AFTER_S: u64 = 300;
 
-/// The kind of one problem found in a request body: the code of the whole 422 when it is the
-/// body's only problem, and its detail's code when its rule has none more specific.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProblemKind {
-    /// `validation_failed`: the schema, or a rule it cannot state.
-    Validation,
-    /// `consent_invalid`.
-    Consent,
-}
-
-impl ProblemKind {
-    pub fn code(self) -> &'static str {
-        match self {
-            ProblemKind::Validation => "validation_failed",
-            ProblemKind::Consent => "consent_invalid",
-        }
-    }
-}
-
-/// One problem of a body, with its kind.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Problem {
-    pub kind: ProblemKind,
-    pub violation: Violation,
-}
-
-/// A detail of an error body: `{path, message}`, plus `code` on the 422s that list problems.
-fn detail(v: &Violation, code: Option<&str>) -> serde_json::Value {
-    match code {
-        Some(code) => json!({"path": v.path, "message": v.message, "code": code}),
-        None => json!({"path": v.path, "message": v.message}),
-    }
-}
-
-/// A listed problem's detail: its rule's own code, else its kind's.
-fn problem_detail(v: &Violation, kind: ProblemKind) -> serde_json::Value {
-    detail(v, Some(v.code.unwrap_or(kind.code())))
-}
-
 impl ApiError {
-    /// The 422 for a review-request body's problems (at least one). A lone problem keeps the
-    /// code clients know (`consent_invalid` for consent, else `validation_failed`); several
-    /// answer the general `invalid_request`. Either way each detail carries its own code
-    /// (`consent_too_old`, `link_shortener`, …: `grove_common::review::codes`).
-    pub fn unprocessable(mut problems: Vec<Problem>) -> ApiError {
-        if problems.len() > 1 {
-            return ApiError::InvalidRequest(problems);
-        }
-        match problems.pop() {
-            Some(Problem {
-                kind: ProblemKind::Consent,
-                violation,
-            }) => ApiError::ConsentInvalid(vec![violation]),
-            Some(Problem { violation, .. }) => ApiError::Validation(vec![violation]),
-            None => ApiError::Validation(vec![]),
-        }
-    }
-
     /// The `Retry-After` of the answers where waiting can help, as the OpenAPI document lists
     /// them (409 `request_in_progress`, 503, 504).
     pub fn retry_after_s(&self) -> Option<u64> {
@@ -253,67 +228,15 @@ impl ApiError {
             ApiError::Internal(_) => "internal",
         }
     }
-
-    fn message_and_details(&self) -> (String, Vec<serde_json::Value>) {
-        let listed = |v: &[Violation], kind: ProblemKind| {
-            v.iter().map(|x| problem_detail(x, kind)).collect()
-        };
-        match self {
-            ApiError::ConsentInvalid(v) => (self.to_string(), listed(v, ProblemKind::Consent)),
-            ApiError::Validation(v) => (
-                format!(
-                    "the request does not match its schema ({} problem{})",
-                    v.len(),
-                    if v.len() == 1 { "" } else { "s" }
-                ),
-                listed(v, ProblemKind::Validation),
-            ),
-            ApiError::InvalidRequest(problems) => (
-                format!(
-                    "the request has {} problems; each detail carries its own code",
-                    problems.len()
-                ),
-                problems
-                    .iter()
-                    .map(|p| problem_detail(&p.violation, p.kind))
-                    .collect(),
-            ),
-            ApiError::ModeNotOffered {
-                coach,
-                mode,
-                offered,
-            } => (
-                format!(
-                    "coach {coach:?} does not offer mode {mode:?}; details list the modes it offers"
-                ),
-                offered
-                    .iter()
-                    .map(|m| detail(&Violation::new("/mode", *m), None))
-                    .collect(),
-            ),
-            ApiError::InvalidIdempotencyKey(why) => (
-                self.to_string(),
-                vec![detail(
-                    &Violation::new("/headers/Idempotency-Key", *why),
-                    None,
-                )],
-            ),
-            ApiError::Internal(_) => (
-                "internal error; quote the request_id when reporting it".into(),
-                vec![],
-            ),
-            other => (other.to_string(), vec![]),
-        }
-    }
 }
 
 impl ApiError {
     /// The body every transport answers this error with: `{"error":{code, message, details,
     /// request_id[, receipt]}}` (the HTTP response, and an MCP tool's error result). Logs the
-    /// cause of an internal error, which the body never carries.
+    /// cause of an internal error, with its chain, which the body never carries.
     pub fn body(&self) -> serde_json::Value {
         if let ApiError::Internal(cause) = self {
-            tracing::error!(error.cause = %cause, "internal error");
+            tracing::error!(error.cause = %chain(cause.as_ref()), "internal error");
         }
         let (message, details) = self.message_and_details();
         let mut error = json!({
@@ -348,3 +271,6 @@ impl IntoResponse for ApiError {
         response
     }
 }
+
+#[cfg(test)]
+mod tests;

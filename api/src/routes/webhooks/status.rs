@@ -1,85 +1,31 @@
-//! Twilio webhooks: delivery reports and inbound messages. Each verifies `X-Twilio-Signature`
-//! against the configured public URL (never the request's Host), in constant time, and answers
-//! 403 without touching anything when it does not match.
+//! Twilio's delivery reports (`/webhooks/sms/status`).
 
+use super::{param, twiml, verified};
 use crate::{error::ApiError, state::AppState};
 use axum::{
     body::Bytes,
     extract::State,
-    http::{HeaderMap, Uri, header},
-    response::{IntoResponse, Response},
+    http::{HeaderMap, Uri},
+    response::Response,
 };
 use grove_common::{
     db::{
         entities::review_message,
-        reviews::{self, message_kind, status},
+        reviews::{self, lifecycle, message_kind},
         webhook_receipts,
     },
     jobs::{ReviewJob, ReviewStep},
-    review::keywords::{Keyword, classify, reads_as_opt_out},
+    review::ReviewStatus,
     twilio,
 };
 use sea_orm::{ConnectionTrait, TransactionTrait};
 use serde_json::json;
 
-fn internal(e: sea_orm::DbErr) -> ApiError {
-    ApiError::Internal(e.to_string())
-}
-
-/// Parses and authenticates a Twilio form post.
-fn verified(
-    state: &AppState,
-    headers: &HeaderMap,
-    uri: &Uri,
-    body: &Bytes,
-) -> Result<Vec<(String, String)>, ApiError> {
-    let Some(token) = state
-        .config
-        .twilio
-        .as_ref()
-        .map(|t| t.auth_token.expose().to_owned())
-    else {
-        // The outbox sends nothing, so nothing can legitimately report on it.
-        return Err(ApiError::Forbidden);
-    };
-    let params: Vec<(String, String)> =
-        serde_urlencoded::from_bytes(body).map_err(|_| ApiError::Forbidden)?;
-    let signature = headers
-        .get("x-twilio-signature")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    let mut url = state.config.absolute(uri.path());
-    if let Some(q) = uri.query() {
-        url.push('?');
-        url.push_str(q);
-    }
-    if signature.is_empty() || !twilio::verify(&token, &url, &params, signature) {
-        tracing::warn!(path = uri.path(), "webhook signature mismatch");
-        return Err(ApiError::Forbidden);
-    }
-    Ok(params)
-}
-
-fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    params
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
-}
-
-fn twiml() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/xml")],
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response></Response>",
-    )
-        .into_response()
-}
-
 /// Delivery reports only move a message (and its request) forward; duplicates and late reports
 /// change nothing. The receipt that dedupes a report and everything the report changes are one
 /// transaction: a report that fails half-way leaves no receipt, so Twilio's retry (or the same
 /// report posted again) still applies, and one that finds no message yet is not used up.
-pub(super) async fn status_callback(
+pub(in crate::routes) async fn status_callback(
     State(state): State<AppState>,
     headers: HeaderMap,
     uri: Uri,
@@ -94,12 +40,9 @@ pub(super) async fn status_callback(
     };
     let error_code = param(&params, "ErrorCode").and_then(|c| c.parse::<i32>().ok());
     let now = state.clock.now();
-    let txn = state.db.begin().await.map_err(internal)?;
+    let txn = state.db.begin().await?;
     // The same report twice (a retry or a replay) is applied once.
-    if !webhook_receipts::first_time(&txn, &format!("st:{sid}:{new_status}"), now)
-        .await
-        .map_err(internal)?
-    {
+    if !webhook_receipts::first_time(&txn, &format!("st:{sid}:{new_status}"), now).await? {
         return Ok(twiml());
     }
     let report = Report {
@@ -108,13 +51,13 @@ pub(super) async fn status_callback(
         error_code,
         now,
     };
-    match apply_status(&txn, &report, &uri).await.map_err(internal)? {
+    match apply_status(&txn, &report, &uri).await? {
         Applied::Nothing => {
             // Dropping the transaction rolls the receipt back: nothing was used up.
             Ok(twiml())
         }
         Applied::Done { follow_up } => {
-            txn.commit().await.map_err(internal)?;
+            txn.commit().await?;
             if let Some((review_id, due)) = follow_up {
                 // The fast path: a delayed job (Redis); the sweeper catches it otherwise.
                 let delay = (due - now).to_std().unwrap_or_default();
@@ -190,37 +133,37 @@ async fn apply_status(
         )
         .await?;
         if initial && matches!(new_status, "sent" | "delivered") {
-            reviews::resume_after_unknown_send(db, &req.id, detail.clone(), now).await?;
+            lifecycle::resume_after_unknown_send(db, &req.id, detail.clone(), now).await?;
         }
     }
     let mut follow_up = None;
     match new_status {
         "sent" if initial => {
-            reviews::advance(db, &req.id, status::SENT, detail, now).await?;
+            lifecycle::advance(db, &req.id, ReviewStatus::Sent, detail, now).await?;
         }
         "delivered" if initial => {
-            if reviews::advance(db, &req.id, status::DELIVERED, detail, now).await?
+            if lifecycle::advance(db, &req.id, ReviewStatus::Delivered, detail, now).await?
                 && let Some(req) = reviews::load(db, &req.id).await?
-                && let Some(due) = reviews::on_initial_delivered(db, &req, now, now).await?
+                && let Some(due) = lifecycle::on_initial_delivered(db, &req, now, now).await?
             {
                 follow_up = Some((req.id.clone(), due));
             }
         }
         "delivered" => {
-            reviews::advance(db, &req.id, status::COMPLETED, detail, now).await?;
+            lifecycle::advance(db, &req.id, ReviewStatus::Completed, detail, now).await?;
+        }
+        "undelivered" | "failed" if error_code == Some(twilio::OPTED_OUT_ERROR) => {
+            lifecycle::opt_out(db, &req.phone, lifecycle::PROVIDER_OPT_OUT, detail, now).await?;
         }
         "undelivered" | "failed" => {
-            if error_code == Some(21610) {
-                reviews::set_suppression(db, &req.phone, true, "provider_21610", now).await?;
-                reviews::advance(db, &req.id, status::OPTED_OUT, detail, now).await?;
+            // A first message that did not arrive fails the request; a reminder that did not
+            // arrive leaves it complete.
+            let to = if initial {
+                ReviewStatus::Failed
             } else {
-                let to = if initial {
-                    status::FAILED
-                } else {
-                    status::COMPLETED
-                };
-                reviews::advance(db, &req.id, to, detail, now).await?;
-            }
+                ReviewStatus::Completed
+            };
+            lifecycle::advance(db, &req.id, to, detail, now).await?;
         }
         _ => {}
     }
@@ -271,84 +214,4 @@ async fn apply_report(
         }
         _ => Ok(None),
     }
-}
-
-/// STOP and friends (and plain-words revocations) suppress the phone and end its pending
-/// requests; START lifts the suppression for future requests; HELP and any other reply are
-/// recorded for the business. The receipt that dedupes the message by its `MessageSid` and its
-/// effects are one transaction: a failure half-way keeps no receipt, so Twilio's retry of a STOP
-/// is still acted on, while a replay of a handled message changes nothing.
-pub(super) async fn inbound(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    let params = verified(&state, &headers, &uri, &body)?;
-    let (Some(from), Some(text)) = (param(&params, "From"), param(&params, "Body")) else {
-        return Ok(twiml());
-    };
-    let now = state.clock.now();
-    let txn = state.db.begin().await.map_err(internal)?;
-    // A replayed inbound message (an old signed STOP re-posted after a START) changes nothing.
-    if let Some(sid) = param(&params, "MessageSid")
-        && !webhook_receipts::first_time(&txn, &format!("in:{sid}"), now)
-            .await
-            .map_err(internal)?
-    {
-        return Ok(twiml());
-    }
-    apply_inbound(&txn, from, text, now)
-        .await
-        .map_err(internal)?;
-    txn.commit().await.map_err(internal)?;
-    Ok(twiml())
-}
-
-/// Acts on one inbound message inside the caller's transaction.
-async fn apply_inbound(
-    db: &impl ConnectionTrait,
-    from: &str,
-    text: &str,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<(), sea_orm::DbErr> {
-    let keyword = classify(text);
-    // The FCC lets a consumer revoke consent by any reasonable means: plain words count too.
-    let revoked = match keyword {
-        Keyword::OptOut => Some("stop_keyword"),
-        Keyword::Other if reads_as_opt_out(text) => Some("plain_words_opt_out"),
-        _ => None,
-    };
-    let open = reviews::open_for_phone(db, from).await?;
-    if let Some(reason) = revoked {
-        reviews::set_suppression(db, from, true, reason, now).await?;
-        let detail = if keyword == Keyword::OptOut {
-            json!({"keyword": text.trim().to_uppercase()})
-        } else {
-            json!({"reply": text.trim()})
-        };
-        for req in open {
-            reviews::advance(db, &req.id, status::OPTED_OUT, detail.clone(), now).await?;
-        }
-        tracing::info!(reason, "recipient opted out");
-        return Ok(());
-    }
-    match keyword {
-        Keyword::OptIn => {
-            reviews::set_suppression(db, from, false, "start_keyword", now).await?;
-        }
-        Keyword::Help | Keyword::Other => {
-            // HELP, or neither a keyword nor a revocation: kept for the business to read.
-            let (event, detail) = if keyword == Keyword::Help {
-                ("help_requested", json!({}))
-            } else {
-                ("reply_received", json!({"reply": text.trim()}))
-            };
-            for req in open {
-                reviews::event(db, &req.id, event, detail.clone(), now).await?;
-            }
-        }
-        Keyword::OptOut => {}
-    }
-    Ok(())
 }

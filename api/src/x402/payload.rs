@@ -1,8 +1,8 @@
-//! Finding and decoding the payment header: which header, base64 in any spelling, the JSON
-//! wire shapes of the exact/EVM payload, and strict parsers for its fields. What the values
-//! must be is `payment::verify`'s business.
+//! A payment as a client presents it, before any check: found in a header (base64 in any
+//! spelling) or handed over as JSON by another transport; the JSON wire shapes of the exact/EVM
+//! payload, and strict parsers for its fields. What the values must be is `payment`'s business.
 
-use super::payment::PaymentRejection;
+use super::rejection::{PaymentRejection, UintProblem};
 use alloy_primitives::{Address, U256};
 use axum::http::HeaderMap;
 use base64::{
@@ -72,23 +72,56 @@ pub(super) struct AuthorizationWire {
     pub(super) nonce: String,
 }
 
-/// The header to read and the version it implies. Two copies of one header are ambiguous
-/// (which one would the facilitator see?), so they are refused rather than guessed.
-pub(super) fn payment_header(
-    headers: &HeaderMap,
-) -> Result<Option<(&'static str, u8, &str)>, PaymentRejection> {
-    for (name, version) in [(headers::PAYMENT_SIGNATURE, 2), (headers::X_PAYMENT, 1)] {
-        let mut values = headers.get_all(name).iter();
-        let Some(value) = values.next() else { continue };
-        if values.next().is_some() {
-            return Err(malformed(format!("more than one {name} header")));
+/// A payment as presented: its decoded JSON, the protocol version its carrier implies, and the
+/// carrier's name for messages.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PaymentPayload {
+    /// 2 for `PAYMENT-SIGNATURE` (and MCP's `_meta["x402/payment"]`), 1 for `X-PAYMENT`.
+    pub version: u8,
+    /// The payload object, exactly as sent: what the facilitator gets as `paymentPayload`.
+    pub json: Value,
+    /// Where it came from (`payment-signature header`, ...), for messages.
+    pub carrier: &'static str,
+}
+
+impl PaymentPayload {
+    /// The payment of an HTTP request: `PAYMENT-SIGNATURE` (v2) first, else `X-PAYMENT` (v1).
+    /// Two copies of one header are ambiguous (which one would the facilitator see?), so they
+    /// are refused rather than guessed. `Ok(None)`: the request carries none.
+    pub fn from_headers(headers: &HeaderMap) -> Result<Option<Self>, PaymentRejection> {
+        const CARRIERS: [(&str, u8, &str); 2] = [
+            (headers::PAYMENT_SIGNATURE, 2, "payment-signature header"),
+            (headers::X_PAYMENT, 1, "x-payment header"),
+        ];
+        for (name, version, carrier) in CARRIERS {
+            let mut values = headers.get_all(name).iter();
+            let Some(value) = values.next() else { continue };
+            if values.next().is_some() {
+                return Err(malformed(format!("more than one {name} header")));
+            }
+            let raw = value
+                .to_str()
+                .map_err(|_| malformed(format!("{name} is not ASCII")))?;
+            return Ok(Some(Self {
+                version,
+                json: decode(raw)?,
+                carrier,
+            }));
         }
-        let raw = value
-            .to_str()
-            .map_err(|_| malformed(format!("{name} is not ASCII")))?;
-        return Ok(Some((name, version, raw)));
+        Ok(None)
     }
-    Ok(None)
+
+    /// A v2 payload another transport carried as JSON (MCP's `_meta["x402/payment"]`).
+    pub fn from_json(json: Value, carrier: &'static str) -> Result<Self, PaymentRejection> {
+        if !json.is_object() {
+            return Err(malformed(format!("the {carrier} is not a JSON object")));
+        }
+        Ok(Self {
+            version: 2,
+            json,
+            carrier,
+        })
+    }
 }
 
 pub(super) fn decode(raw: &str) -> Result<Value, PaymentRejection> {
@@ -117,17 +150,6 @@ pub(super) fn parse_address(s: &str) -> Option<Address> {
         return None;
     }
     Address::from_str(digits).ok()
-}
-
-/// Why an integer string is not the one canonical spelling of a uint256.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UintProblem {
-    /// Empty, or anything but ASCII digits: a sign, whitespace, `0x`, an exponent, a point.
-    NotDecimal,
-    /// `"0180000"`: one number, two spellings, and parsers that disagree on the second (octal).
-    LeadingZero,
-    /// Above 2^256 - 1: what USDC's `uint256` cannot hold.
-    TooLarge,
 }
 
 /// A uint256 as x402 writes it: ASCII decimal digits, no leading zero (`"0"` itself excepted),

@@ -1,9 +1,14 @@
-//! `Application::build` binds the listener (port 0 in tests) and assembles state and layers;
-//! `run_until` serves until the shutdown future resolves.
+//! Starting the api: `Foundation::open` binds the listener (port 0 in tests) and opens what the
+//! api shares with a worker in the same process; `Application::build` takes that and the back
+//! end its caller chose (Redis, or an embedded worker: the `grove` package composes that mode),
+//! assembles state and layers; `run_until` serves until the shutdown future resolves.
+
+mod foundation;
+
+pub use foundation::{BackEnd, Foundation};
 
 use crate::{
     error::ApiError,
-    render::Published,
     request_id, routes,
     state::{AppState, Inner},
     x402::{
@@ -18,14 +23,9 @@ use axum::{
     response::IntoResponse,
 };
 use grove_common::{
-    clock::{Clock, SystemClock},
-    completion::Completions,
     config::{Config, SettlementMode},
-    db::{self, liveness::Liveness},
-    jobs::SweepStats,
-    queue::JobQueue,
+    db::liveness::Liveness,
     sandbox,
-    schema::SchemaRegistry,
     x402::headers,
 };
 use std::{future::Future, io, net::SocketAddr, sync::Arc};
@@ -53,65 +53,32 @@ pub enum StartError {
     Facilitator(#[from] crate::x402::facilitator::FacilitatorError),
     #[error("settlement: {0}")]
     Chain(#[from] crate::x402::chain::ChainError),
-    #[error("embedded worker: {0}")]
-    Worker(String),
-    #[error("REDIS_URL is not set and this build has no embedded worker")]
-    NoQueue,
 }
 
 pub struct Application {
     listener: TcpListener,
     router: Router,
     local_addr: SocketAddr,
-    /// Stops the embedded worker (if any) when the server stops.
+    /// Stops what runs beside the server (reconciliation, push retries, an embedded worker).
     stop: watch::Sender<bool>,
     /// The embedded worker's liveness lock: if it is lost, the server stops with an error.
     liveness: Option<Arc<Liveness>>,
 }
 
 impl Application {
-    pub async fn build(config: Config) -> Result<Self, StartError> {
-        Self::build_with_clock(config, Arc::new(SystemClock)).await
-    }
-
-    /// As `build`, reading time from `clock` (tests move time for quiet hours and follow-ups).
-    pub async fn build_with_clock(
-        config: Config,
-        clock: Arc<dyn Clock>,
-    ) -> Result<Self, StartError> {
-        let listener = TcpListener::bind(config.bind_addr)
-            .await
-            .map_err(|source| StartError::Bind {
-                addr: config.bind_addr,
-                source,
-            })?;
-        let local_addr = listener.local_addr().map_err(|source| StartError::Bind {
-            addr: config.bind_addr,
-            source,
-        })?;
-        let (stop, stopped) = watch::channel(false);
-        let (router, liveness) = Self::router(config, clock, stopped).await?;
-        Ok(Self {
+    /// Assembles state and layers over `foundation`, handing jobs to `back_end`, and starts the
+    /// reconciliation sweep.
+    pub async fn build(foundation: Foundation, back_end: BackEnd) -> Result<Self, StartError> {
+        let Foundation {
+            config,
             listener,
-            router,
             local_addr,
+            db,
+            schemas,
+            published,
+            clock,
             stop,
-            liveness,
-        })
-    }
-
-    /// The full router with its layers and running back end, without a listener.
-    async fn router(
-        config: Config,
-        clock: Arc<dyn Clock>,
-        stopped: watch::Receiver<bool>,
-    ) -> Result<(Router, Option<Arc<Liveness>>), StartError> {
-        let schemas = Arc::new(SchemaRegistry::load()?);
-        sandbox::check_all()?;
-        let published = Published::render(&config, &schemas)?;
-        announce(&config);
-        let db = db::connect(&config).await?;
-        grove_migrations::run(&db).await?;
+        } = foundation;
         let facilitator: Arc<dyn Facilitator> = match &config.facilitator_url {
             Some(url) => Arc::new(match &config.cdp {
                 Some(cdp) => HttpFacilitator::with_cdp(
@@ -133,9 +100,10 @@ impl Application {
             completions,
             sweeps,
             liveness,
-        } = back_end(&config, &db, &schemas, &clock, stopped.clone()).await?;
+        } = back_end;
         let sandbox_header = config.sandbox_header();
         let cors = cors(&sandbox_header);
+        let stopped = stop.subscribe();
         let state = AppState::new(Inner {
             config,
             schemas,
@@ -150,7 +118,7 @@ impl Application {
             metrics: Default::default(),
             clock,
             sweeps,
-            push_retries: crate::paid::push::Retries::new(stopped.clone()),
+            push_retries: crate::paid::retries::Retries::new(stopped.clone()),
         });
         tokio::spawn(crate::paid::reconcile::run(
             state.clone(),
@@ -160,10 +128,16 @@ impl Application {
         let router = routes::router(state)
             .layer(cors)
             .layer(CatchPanicLayer::custom(|_| {
-                ApiError::Internal("handler panicked".into()).into_response()
+                ApiError::internal("handler panicked").into_response()
             }))
             .layer(axum::middleware::from_fn(request_id::middleware));
-        Ok((router, liveness))
+        Ok(Self {
+            listener,
+            router,
+            local_addr,
+            stop,
+            liveness,
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -220,79 +194,6 @@ async fn settlement(
     Ok((settler, chain))
 }
 
-/// What the API talks to for jobs: the queue, the completion notifier and, with an in-process
-/// worker, its sweeper's statistics and its liveness lock.
-struct BackEnd {
-    queue: JobQueue,
-    completions: Completions,
-    sweeps: Option<Arc<SweepStats>>,
-    liveness: Option<Arc<Liveness>>,
-}
-
-/// The job queue and completion notifier: shared Redis, or an in-process worker.
-async fn back_end(
-    config: &Config,
-    db: &sea_orm::DatabaseConnection,
-    schemas: &Arc<SchemaRegistry>,
-    clock: &Arc<dyn Clock>,
-    stopped: watch::Receiver<bool>,
-) -> Result<BackEnd, StartError> {
-    if let Some(url) = &config.redis_url {
-        let client = redis::Client::open(url.expose())?;
-        let queue = JobQueue::redis(&client, &config.queue_namespace).await?;
-        let completions = Completions::redis(
-            grove_common::queue::redis_connection(&client).await?,
-            &config.queue_namespace,
-        );
-        completions.subscribe_redis(client);
-        tracing::info!("jobs go to Redis; run `worker` processes to execute them");
-        return Ok(BackEnd {
-            queue,
-            completions,
-            sweeps: None,
-            liveness: None,
-        });
-    }
-    #[cfg(feature = "embedded-worker")]
-    {
-        let completions = Completions::local();
-        let liveness = Liveness::claim(db, &db::url(config))
-            .await
-            .map_err(|e| StartError::Worker(e.to_string()))?;
-        let (queue, storages) = grove_worker::runtime::memory_queue();
-        let parts = grove_worker::Parts {
-            db: db.clone(),
-            completions: completions.clone(),
-            schemas: Arc::clone(schemas),
-            queue: queue.clone(),
-            clock: Arc::clone(clock),
-            sweeps: Arc::default(),
-            liveness: Arc::clone(&liveness),
-        };
-        let sweeps = Arc::clone(&parts.sweeps);
-        let deps =
-            grove_worker::deps(config, parts).map_err(|e| StartError::Worker(e.to_string()))?;
-        grove_worker::runtime::spawn_embedded(
-            Arc::new(deps),
-            storages,
-            config.sweep_interval,
-            stopped,
-        )
-        .map_err(|e| StartError::Worker(e.to_string()))?;
-        Ok(BackEnd {
-            queue,
-            completions,
-            sweeps: Some(sweeps),
-            liveness: Some(liveness),
-        })
-    }
-    #[cfg(not(feature = "embedded-worker"))]
-    {
-        let _ = (db, schemas, clock, stopped);
-        Err(StartError::NoQueue)
-    }
-}
-
 /// Browsers and agent runtimes in browsers must be able to read the payment headers.
 fn cors(sandbox_header: &str) -> CorsLayer {
     let name = |s: &str| HeaderName::from_bytes(s.as_bytes()).ok();
@@ -327,25 +228,4 @@ fn cors(sandbox_header: &str) -> CorsLayer {
         .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
         .allow_headers(allow)
         .expose_headers(expose)
-}
-
-/// Says loudly at start-up which development defaults are active.
-fn announce(config: &Config) {
-    match config.pay_to {
-        None => {
-            tracing::warn!("X402_PAY_TO is not set: paid endpoints answer 503 payments_disabled")
-        }
-        Some(_) if config.settles_locally() => tracing::warn!(
-            "DEVELOPMENT: no X402_FACILITATOR_URL, payments are verified locally and recorded unsettled; no money moves"
-        ),
-        Some(_) => {}
-    }
-    if config.llm.is_none() {
-        tracing::warn!("LLM_PROVIDER is not set: paid coaching calls answer 503 unavailable");
-    }
-    if config.sms_provider == grove_common::config::SmsProviderKind::Outbox {
-        tracing::warn!(
-            "DEVELOPMENT: SMS_PROVIDER=outbox, review-request messages are stored and logged, never sent"
-        );
-    }
 }

@@ -21,28 +21,22 @@
 //! Several api processes may sweep at once: every check takes its row with a compare-and-set on
 //! `next_check_at` (or `updated_at`), so one process handles each due row per period.
 
-use super::{after_settled, ledger, push::enqueue};
+mod decide;
+mod recover;
+
+use super::{fulfil, ledger};
 use crate::{
+    products,
     state::AppState,
-    x402::{
-        facilitator::SettleRequest,
-        settle::{
-            AuthorizationQuery, AuthorizationState, SentTransaction, SettleOutcome,
-            means_nonce_used,
-        },
-    },
+    x402::settle::{SentTransaction, SettleOutcome},
 };
-use alloy_primitives::{Address, U256};
 use chrono::{DateTime, Duration, Utc};
+use decide::decide;
 use futures::future::join_all;
-use grove_common::db::{
-    calls::{self, status},
-    entities::{call, payment},
-    payments::status as pay_status,
-};
+use grove_common::db::{calls, entities::payment, payments::status as pay_status};
 use sea_orm::{
-    ColumnTrait, Condition, DbErr, EntityTrait, ExprTrait, QueryFilter, QueryOrder, QuerySelect,
-    sea_query::{Alias, Expr},
+    ColumnTrait, DbErr, EntityTrait, ExprTrait, QueryFilter, QueryOrder, QuerySelect,
+    sea_query::Expr,
 };
 use tokio::sync::watch;
 
@@ -76,7 +70,7 @@ pub async fn run(
     interval: std::time::Duration,
     mut stopped: watch::Receiver<bool>,
 ) {
-    let started_at = Utc::now();
+    let started_at = state.clock.wall();
     let mut first = true;
     loop {
         if !std::mem::take(&mut first) {
@@ -104,7 +98,7 @@ pub async fn run(
 /// this process started.
 pub async fn pass(state: &AppState, started_at: DateTime<Utc>) -> Result<PassStats, DbErr> {
     let mut stats = PassStats::default();
-    let now = Utc::now();
+    let now = state.clock.wall();
     let due = payment::Entity::find()
         .filter(payment::Column::Status.eq(pay_status::UNKNOWN))
         .filter(payment::Column::NextCheckAt.lte(now))
@@ -121,12 +115,12 @@ pub async fn pass(state: &AppState, started_at: DateTime<Utc>) -> Result<PassSta
             None => {}
         }
     }
-    stats.repushed = recover_stranded(state, now, started_at).await?;
+    stats.repushed = recover::stranded(state, now, started_at).await?;
     Ok(stats)
 }
 
 #[derive(Debug)]
-enum Decision {
+pub(super) enum Decision {
     /// The transfer happened (its transaction hash; empty only when no chain could name it).
     Settled(String),
     /// Proven never to happen (the reason): canceled, its nonce used by another authorization, or
@@ -172,7 +166,7 @@ async fn check(
             if ledger::record_outcome(&state.db, call_id, &outcome, now).await?
                 && let Some(call) = calls::load(&state.db, call_id).await?
             {
-                after_settled(state, &call).await?;
+                fulfil::after_settled_stored(state, &call).await?;
             }
         }
         Decision::Unsettled(reason) => {
@@ -182,7 +176,13 @@ async fn check(
                 reason: reason.clone(),
             };
             ledger::record_outcome(&state.db, call_id, &outcome, now).await?;
-            grove_common::db::phone_marks::give_back(&state.db, call_id).await?;
+            // What the product took before settlement (a review's phone mark) is given back.
+            if let Some(call) = calls::load(&state.db, call_id).await? {
+                match products::from_call(&call) {
+                    Ok(product) => product.settlement_refused(state, call_id).await?,
+                    Err(e) => tracing::error!(error = %e, %call_id, "stored call unreadable"),
+                }
+            }
             state.completions.notify(call_id).await;
         }
         Decision::Unknown { reason, sent } => {
@@ -218,150 +218,4 @@ async fn check(
         }
     }
     Ok(Some(decision))
-}
-
-async fn decide(state: &AppState, p: &payment::Model) -> Decision {
-    let expired = p
-        .valid_before
-        .is_some_and(|before| Utc::now().timestamp() > before);
-    let query = query_of(p);
-    if let (Some(chain), Some(query)) = (&state.chain, &query) {
-        match chain.authorization(query).await {
-            Ok(AuthorizationState::Paid { transaction }) => return Decision::Settled(transaction),
-            Ok(AuthorizationState::Void { reason }) => return Decision::Unsettled(reason),
-            // Unused after it expired: USDC will never accept it now.
-            Ok(AuthorizationState::Unused) if expired => {
-                return Decision::Unsettled("authorization_expired_unused".into());
-            }
-            // Not used yet: settling again below may settle it now.
-            Ok(AuthorizationState::Unused) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, payment = %p.id, "authorization unreadable on chain")
-            }
-        }
-    }
-    let Some(request) = p
-        .settle_request
-        .clone()
-        .and_then(|v| serde_json::from_value::<SettleRequest>(v).ok())
-    else {
-        return unknown("no settle request stored to re-post".into());
-    };
-    let sent = p.sent_tx.clone().map(|hash| SentTransaction {
-        hash,
-        raw: p.sent_tx_raw.clone(),
-    });
-    match state.settler.settle_again(&request, sent.as_ref()).await {
-        SettleOutcome::Settled { transaction, .. } => Decision::Settled(transaction),
-        // Used or canceled: only the chain tells which.
-        SettleOutcome::Refused { reason } if means_nonce_used(&reason) => {
-            match (&state.chain, &query) {
-                (Some(chain), Some(query)) => match chain.authorization(query).await {
-                    Ok(AuthorizationState::Paid { transaction }) => Decision::Settled(transaction),
-                    Ok(AuthorizationState::Void { reason }) => Decision::Unsettled(reason),
-                    Ok(AuthorizationState::Unused) => {
-                        unknown(format!("re-post refused ({reason}) but unused on chain"))
-                    }
-                    Err(e) => unknown(e),
-                },
-                // Without a chain to ask, a used nonce is taken as our transfer (the payer could
-                // have canceled instead: BASE_RPC_URL closes that); its transaction is the one
-                // named earlier, if any.
-                _ => Decision::Settled(sent.map(|s| s.hash).unwrap_or_default()),
-            }
-        }
-        // A refusal of the re-post is no proof about the first attempt: the balance it
-        // checks may be low because our transfer went through.
-        SettleOutcome::Refused { reason } => unknown(format!("re-post refused: {reason}")),
-        SettleOutcome::Unknown { reason, sent } => Decision::Unknown { reason, sent },
-    }
-}
-
-fn unknown(reason: String) -> Decision {
-    Decision::Unknown { reason, sent: None }
-}
-
-/// The chain question for a stored payment: its authorizer, nonce and value, paid to the payee
-/// it signed for.
-fn query_of(p: &payment::Model) -> Option<AuthorizationQuery> {
-    let to = p
-        .settle_request
-        .as_ref()
-        .and_then(|r| r.pointer("/paymentPayload/payload/authorization/to"))
-        .and_then(serde_json::Value::as_str)
-        .and_then(|to| to.parse::<Address>().ok());
-    let query = (|| {
-        Some(AuthorizationQuery {
-            authorizer: p.payer.parse().ok()?,
-            nonce: p.nonce.parse().ok()?,
-            to: to?,
-            value: U256::from_str_radix(&p.amount, 10).ok()?,
-            since: u64::try_from((p.created_at - LOG_LOOKBACK).timestamp()).unwrap_or(0),
-        })
-    })();
-    if query.is_none() {
-        tracing::error!(payment = %p.id, "stored payer, nonce, amount or payee unreadable");
-    }
-    query
-}
-
-/// Settled calls whose job is lost: still `pending` well past the time their job should have
-/// started (with the embedded worker: pending since before this process started), or `running`
-/// under a time lease that lapsed. Push them again.
-async fn recover_stranded(
-    state: &AppState,
-    now: DateTime<Utc>,
-    started_at: DateTime<Utc>,
-) -> Result<usize, DbErr> {
-    // A job starts within moments of its push (a failed push is retried at once, `push`); a
-    // whole call deadline of quiet is a lost one.
-    let quiet = Duration::from_std(state.config.call_deadline).unwrap_or(Duration::seconds(60));
-    let mut lost_before = now - quiet;
-    if state.queue.in_process() {
-        // The in-process queue died with the process that ran before this one.
-        lost_before = Ord::max(lost_before, started_at);
-    }
-    let lease_until = Expr::col(Alias::new("lease_until"));
-    let lost = Condition::any()
-        .add(
-            Condition::all()
-                .add(call::Column::Status.eq(status::PENDING))
-                .add(call::Column::UpdatedAt.lt(lost_before)),
-        )
-        .add(
-            Condition::all()
-                .add(call::Column::Status.eq(status::RUNNING))
-                .add(lease_until.lt(now))
-                // Once per lease period, not once per pass.
-                .add(call::Column::UpdatedAt.lt(now - calls::LEASE)),
-        );
-    let stale = call::Entity::find()
-        .filter(lost)
-        .order_by_asc(call::Column::UpdatedAt)
-        .limit(BATCH)
-        .all(&state.db)
-        .await?;
-    let mut pushed = 0;
-    for c in stale {
-        // Take it for this period: touch `updated_at` only if no one else did.
-        let taken = call::Entity::update_many()
-            .col_expr(call::Column::UpdatedAt, Expr::value(now))
-            .filter(call::Column::Id.eq(c.id))
-            .filter(call::Column::Status.eq(c.status.as_str()))
-            .filter(call::Column::UpdatedAt.eq(c.updated_at))
-            .exec(&state.db)
-            .await?;
-        if taken.rows_affected != 1 {
-            continue;
-        }
-        tracing::warn!(call_id = %c.id, status = %c.status, "settled call's job is lost; pushing it again");
-        if c.kind == super::Kind::ReviewRequest.as_str() {
-            // Records the plan if the crash came before it, then pushes.
-            after_settled(state, &c).await?;
-            pushed += 1;
-        } else if enqueue(state, c.id, &c.kind).await {
-            pushed += 1;
-        }
-    }
-    Ok(pushed)
 }

@@ -1,6 +1,5 @@
 //! The `api` binary: read configuration, set up logging, serve until SIGTERM or Ctrl-C.
 
-use grove_api::Application;
 use grove_common::{config::Config, shutdown, telemetry};
 use std::process::ExitCode;
 
@@ -14,7 +13,7 @@ async fn main() -> ExitCode {
         }
     };
     let _telemetry = telemetry::init(&config, "grove-api");
-    let app = match Application::build(config).await {
+    let app = match grove::build(config).await {
         Ok(app) => app,
         Err(e) => {
             tracing::error!(error = %e, "could not start");

@@ -1,0 +1,139 @@
+//! What the api stands on, opened before it starts: the `Foundation` it shares with a worker in
+//! the same process, and the `BackEnd` its caller chose.
+
+use super::StartError;
+use crate::render::Published;
+use grove_common::{
+    clock::Clock,
+    completion::Completions,
+    config::Config,
+    db::{self, liveness::Liveness},
+    jobs::SweepStats,
+    queue::JobQueue,
+    sandbox,
+    schema::SchemaRegistry,
+};
+use sea_orm::DatabaseConnection;
+use std::{net::SocketAddr, sync::Arc};
+use tokio::{net::TcpListener, sync::watch};
+
+/// What the api and a worker in the same process share, opened before either starts: the
+/// listener (bound first, so a taken port fails fast), the migrated database, the schemas, the
+/// clock, and the signal that stops everything this process runs beside the server.
+pub struct Foundation {
+    pub(super) config: Config,
+    pub(super) listener: TcpListener,
+    pub(super) local_addr: SocketAddr,
+    pub(super) db: DatabaseConnection,
+    pub(super) schemas: Arc<SchemaRegistry>,
+    pub(super) published: Published,
+    pub(super) clock: Arc<dyn Clock>,
+    /// Set when the server stops; dropped (which stops the listeners too) if it never starts.
+    pub(super) stop: watch::Sender<bool>,
+}
+
+impl Foundation {
+    /// Binds `BIND_ADDR`, loads and checks the schemas and sandbox samples, connects to the
+    /// database and migrates it. `clock` is what quiet hours, consent age and follow-ups read
+    /// (tests move it).
+    pub async fn open(config: Config, clock: Arc<dyn Clock>) -> Result<Self, StartError> {
+        let bind = |source| StartError::Bind {
+            addr: config.bind_addr,
+            source,
+        };
+        let listener = TcpListener::bind(config.bind_addr).await.map_err(bind)?;
+        let local_addr = listener.local_addr().map_err(bind)?;
+        let schemas = Arc::new(SchemaRegistry::load()?);
+        sandbox::check_all()?;
+        let published = Published::render(&config, &schemas)?;
+        announce(&config);
+        let db = db::connect(&config).await?;
+        grove_migrations::run(&db).await?;
+        let (stop, _) = watch::channel(false);
+        Ok(Self {
+            config,
+            listener,
+            local_addr,
+            db,
+            schemas,
+            published,
+            clock,
+            stop,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn db(&self) -> &DatabaseConnection {
+        &self.db
+    }
+
+    pub fn schemas(&self) -> &Arc<SchemaRegistry> {
+        &self.schemas
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// Turns true when the server stops (and closes if it is never built): what a worker
+    /// running beside it stops on.
+    pub fn stopped(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+}
+
+/// What the api hands jobs to and hears back from: the queue, the completion notifier and,
+/// with a worker in the same process, its sweeper's statistics and its liveness lock. The
+/// api's caller builds it (`BackEnd::redis`, or the embedded worker of the `grove` package).
+pub struct BackEnd {
+    pub queue: JobQueue,
+    pub completions: Completions,
+    /// The in-process sweeper's passes, for `/metrics` (None when `worker` processes sweep).
+    pub sweeps: Option<Arc<SweepStats>>,
+    /// The in-process worker's liveness lock: when it is lost, the server stops with an error.
+    pub liveness: Option<Arc<Liveness>>,
+}
+
+impl BackEnd {
+    /// Jobs go to the shared Redis (`REDIS_URL`) for separate `worker` processes to run.
+    pub async fn redis(url: &str, namespace: &str) -> Result<Self, StartError> {
+        let client = redis::Client::open(url)?;
+        let queue = JobQueue::redis(&client, namespace).await?;
+        let completions = Completions::redis(
+            grove_common::queue::redis_connection(&client).await?,
+            namespace,
+        );
+        completions.subscribe_redis(client);
+        tracing::info!("jobs go to Redis; run `worker` processes to execute them");
+        Ok(Self {
+            queue,
+            completions,
+            sweeps: None,
+            liveness: None,
+        })
+    }
+}
+
+/// Says loudly at start-up which development defaults are active.
+fn announce(config: &Config) {
+    match config.pay_to {
+        None => {
+            tracing::warn!("X402_PAY_TO is not set: paid endpoints answer 503 payments_disabled")
+        }
+        Some(_) if config.settles_locally() => tracing::warn!(
+            "DEVELOPMENT: no X402_FACILITATOR_URL, payments are verified locally and recorded unsettled; no money moves"
+        ),
+        Some(_) => {}
+    }
+    if config.llm.is_none() {
+        tracing::warn!("LLM_PROVIDER is not set: paid coaching calls answer 503 unavailable");
+    }
+    if config.sms_provider == grove_common::config::SmsProviderKind::Outbox {
+        tracing::warn!(
+            "DEVELOPMENT: SMS_PROVIDER=outbox, review-request messages are stored and logged, never sent"
+        );
+    }
+}

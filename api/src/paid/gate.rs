@@ -1,0 +1,216 @@
+//! The purchase itself, whatever transport carried it: verify the payment, apply idempotency,
+//! reserve and record, let the product take its last check, settle, fulfil, await the worker,
+//! and hand back the outcome as data (CONTRACT 3 and 4, in that order). The HTTP adapter
+//! (`super::http`) reads the payment from headers and renders a `Delivery` with
+//! `PAYMENT-RESPONSE`; an MCP tool call would pass the payment from `_meta["x402/payment"]` and
+//! put `Delivery::settlement` in `_meta["x402/payment-response"]`.
+
+use super::{
+    ended::{self, Delivery, Ended},
+    fulfil,
+    idempotency::{self, Scope},
+    ledger::{self, Claim, NewCall, NewPayment},
+    product::{NotSold, Product},
+    terms::Terms,
+    wait,
+};
+use crate::{
+    error::ApiError,
+    extract::IdempotencyKey,
+    state::AppState,
+    x402::{
+        challenge::codes,
+        facilitator::SettleRequest,
+        payload::PaymentPayload,
+        payment::{self, Expected, VerifiedPayment},
+        rejection::PaymentRejection,
+        settle::SettleOutcome,
+    },
+};
+use grove_common::db::entities::call;
+use tokio::time::Instant;
+
+/// Buys `product` with the payment a transport found (`Ok(None)`: none was presented; `Err`: one
+/// was, but could not be read). Every refusal is an `ApiError`: a 402 carries its challenge.
+pub async fn purchase(
+    state: &AppState,
+    presented: Result<Option<PaymentPayload>, PaymentRejection>,
+    key: Option<IdempotencyKey>,
+    product: &dyn Product,
+) -> Result<Delivery, ApiError> {
+    let Some(pay_to) = state.config.pay_to else {
+        return Err(ApiError::PaymentsDisabled);
+    };
+    let terms = Terms {
+        state,
+        pay_to: pay_to.to_checksum(None),
+        offer: product.offer(&state.schemas),
+    };
+    let expected = Expected {
+        pay_to,
+        amount_atomic: terms.offer.price.atomic(),
+    };
+    let now_unix = state.clock.wall_unix();
+    let verified = presented.and_then(|p| {
+        p.map(|p| payment::verify_payload(p, &expected, now_unix))
+            .transpose()
+    });
+    let payment = match verified {
+        Ok(Some(p)) => p,
+        Ok(None) => return Err(terms.refuse(codes::PAYMENT_REQUIRED)),
+        Err(rejection) => {
+            state.metrics.payment_rejected(rejection.reason());
+            tracing::info!(reason = rejection.reason(), "payment refused");
+            return Err(terms.refuse(&codes::payment_invalid(rejection.reason())));
+        }
+    };
+    let body = product.scope_body();
+    let canonical = idempotency::canonical(body);
+    let path = terms.offer.path.as_str();
+    let scope = idempotency::scope(
+        product.kind(),
+        payment.payer,
+        path,
+        &canonical,
+        key.as_ref(),
+    );
+    let request_hash = idempotency::request_hash(path, &canonical);
+    let deadline = Instant::now() + state.config.call_deadline;
+    let requirements = terms
+        .challenge(codes::PAYMENT_REQUIRED)
+        .requirements_for(payment.version);
+    let settle_request = SettleRequest::for_payment(&payment, requirements);
+    let claim = reserve(
+        state,
+        product,
+        &payment,
+        &scope,
+        &request_hash,
+        &settle_request,
+    )
+    .await?;
+    let ended = match claim {
+        Claim::NonceUsed => return Err(already_used(state, &terms, &payment).await?),
+        Claim::Existing {
+            request_hash: held, ..
+        } if held != request_hash => return Err(ApiError::IdempotencyKeyReused),
+        Claim::Existing { call_id, .. } => {
+            fulfil::repeat(state, product, call_id, deadline).await?
+        }
+        Claim::New(call) => {
+            settle_and_wait(state, &terms, product, *call, &settle_request, deadline).await?
+        }
+    };
+    ended::deliver(state, &terms, product.labels().mode, &payment, ended).await
+}
+
+/// Claims the scope, reserves the authorization and records the call (`ledger::claim`).
+async fn reserve(
+    state: &AppState,
+    product: &dyn Product,
+    payment: &VerifiedPayment,
+    scope: &Scope,
+    request_hash: &str,
+    settle_request: &SettleRequest,
+) -> Result<Claim, ApiError> {
+    let labels = product.labels();
+    let call = NewCall {
+        kind: product.kind().as_str(),
+        agent: labels.agent.map(str::to_owned),
+        mode: labels.mode.map(str::to_owned),
+        payer: format!("{:#x}", payment.payer),
+        request_hash: request_hash.to_owned(),
+        request: product.scope_body().clone(),
+        request_id: crate::request_id::current(),
+    };
+    let pay = NewPayment {
+        nonce: format!("{:#x}", payment.nonce),
+        amount: payment.amount_atomic.to_string(),
+        network: grove_common::x402::NETWORK_V2.into(),
+        x402_version: i32::from(payment.version),
+        settle_request: serde_json::to_value(settle_request).map_err(ApiError::internal)?,
+        valid_before: i64::try_from(payment.valid_before).unwrap_or(i64::MAX),
+    };
+    let (window_start, now) = (state.clock.now(), state.clock.wall());
+    Ok(ledger::claim(&state.db, scope, call, pay, window_start, now).await?)
+}
+
+/// An authorization that already paid for another request: the 402 its settlement was refused
+/// with when it was (the repeat arrived after the refusal released the scope), else "used".
+async fn already_used(
+    state: &AppState,
+    terms: &Terms<'_>,
+    payment: &VerifiedPayment,
+) -> Result<ApiError, ApiError> {
+    let payer = format!("{:#x}", payment.payer);
+    let nonce = format!("{:#x}", payment.nonce);
+    let refused = ledger::refusal_of(&state.db, &payer, &nonce).await?;
+    Ok(terms.refuse(&match refused {
+        Some(reason) => codes::settlement_failed(&reason),
+        None => codes::PAYMENT_ALREADY_USED.to_owned(),
+    }))
+}
+
+/// A new call: the product's last check, settlement, fulfilment, and the wait for the work.
+async fn settle_and_wait(
+    state: &AppState,
+    terms: &Terms<'_>,
+    product: &dyn Product,
+    call: call::Model,
+    settle_request: &SettleRequest,
+    deadline: Instant,
+) -> Result<Ended, ApiError> {
+    if let Some(NotSold { reason, error }) = product.before_settlement(state, call.id).await? {
+        let not_sold = SettleOutcome::Refused {
+            reason: reason.into(),
+        };
+        ledger::record_outcome(&state.db, call.id, &not_sold, state.clock.wall()).await?;
+        return Err(error);
+    }
+    let outcome = state.settler.settle(settle_request).await;
+    state.metrics.settlement(outcome.label());
+    let moved = ledger::record_outcome(&state.db, call.id, &outcome, state.clock.wall()).await?;
+    let mut transaction = None;
+    match &outcome {
+        SettleOutcome::Refused { reason } => {
+            if outcome.is_operator_fault() {
+                tracing::error!(call_id = %call.id, %reason,
+                    "settlement not processed: the facilitator refused our credentials; the payment was handed back");
+            } else {
+                tracing::warn!(call_id = %call.id, %reason, "settlement refused");
+            }
+            product.settlement_refused(state, call.id).await?;
+            // Repeats that waited on this settlement get the same answer.
+            state.completions.notify(call.id).await;
+            return Err(terms.unpaid(&wait::unpaid_code(refusal_error(&outcome))));
+        }
+        SettleOutcome::Settled {
+            transaction: tx, ..
+        } if moved => {
+            transaction = Some(tx.clone());
+            fulfil::after_settled(state, product, &call).await?;
+        }
+        SettleOutcome::Settled { .. } => {}
+        SettleOutcome::Unknown { reason, .. } => {
+            // Not a 402: the money may have moved. Reconciliation starts at once; this request
+            // waits for its outcome like any repeat would.
+            tracing::warn!(call_id = %call.id, %reason, "settlement outcome unknown; reconciling");
+            state.reconcile.notify_one();
+        }
+    }
+    let enqueued = Instant::now();
+    let waited = wait::until_final(&state.db, &state.completions, call.id, deadline).await?;
+    state.metrics.job_latency(enqueued.elapsed());
+    Ok(Ended::new(call, waited, false, transaction))
+}
+
+/// The error a refused outcome leaves on its call (as `ledger::record_outcome` writes it).
+fn refusal_error(outcome: &SettleOutcome) -> Option<String> {
+    match outcome {
+        SettleOutcome::Refused { reason } if outcome.is_operator_fault() => {
+            Some(format!("{}{reason}", codes::SETTLEMENT_UNAVAILABLE))
+        }
+        SettleOutcome::Refused { reason } => Some(codes::settlement_failed(reason)),
+        _ => None,
+    }
+}

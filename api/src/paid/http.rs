@@ -1,0 +1,50 @@
+//! The paid gate over HTTP: the payment comes from the `PAYMENT-SIGNATURE` (v2) or `X-PAYMENT`
+//! (v1) header, and a delivery goes back as a 200 with the settlement in `PAYMENT-RESPONSE` (or
+//! `X-PAYMENT-RESPONSE`) and `Idempotent-Replay: true` on a replay. Refusals render through
+//! `ApiError` (a 402 with its challenge in both encodings).
+
+use super::{ended::Delivery, gate, product::Product};
+use crate::{
+    error::ApiError, extract::IdempotencyKey, state::AppState, x402::payload::PaymentPayload,
+};
+use axum::{
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use base64::{Engine, engine::general_purpose::STANDARD};
+use grove_common::x402::headers;
+
+/// Buys `product` with the payment in `headers`, and renders the outcome.
+pub async fn serve(
+    state: &AppState,
+    headers: &HeaderMap,
+    key: Option<IdempotencyKey>,
+    product: &dyn Product,
+) -> Result<Response, ApiError> {
+    let payment = PaymentPayload::from_headers(headers);
+    let delivery = gate::purchase(state, payment, key, product).await?;
+    Ok(render(delivery))
+}
+
+fn render(delivery: Delivery) -> Response {
+    let mut response = (StatusCode::OK, axum::Json(delivery.body)).into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    let name = if delivery.x402_version == 1 {
+        headers::X_PAYMENT_RESPONSE
+    } else {
+        headers::PAYMENT_RESPONSE
+    };
+    if let Ok(json) = serde_json::to_string(&delivery.settlement)
+        && let Ok(v) = HeaderValue::from_str(&STANDARD.encode(json))
+    {
+        h.insert(name, v);
+    }
+    if delivery.replay {
+        h.insert("idempotent-replay", HeaderValue::from_static("true"));
+    }
+    response
+}

@@ -1,0 +1,220 @@
+//! Claiming a new paid call: the idempotency scope, the payment's reservation, the call and its
+//! receipt, in one transaction, or who already holds the scope or the authorization.
+
+use super::{Claim, NewCall, NewPayment};
+use crate::paid::idempotency::Scope;
+use chrono::{DateTime, Utc};
+use grove_common::{
+    db::{
+        calls::status,
+        entities::{call, idempotency, payment, receipt},
+        payments::status as pay_status,
+    },
+    receipt as receipts,
+};
+use sea_orm::{
+    ActiveValue::Set,
+    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, ExprTrait, QueryFilter, SqlErr,
+    TransactionTrait,
+    sea_query::{Expr, OnConflict, Query},
+};
+use uuid::Uuid;
+
+fn is_unique_violation(e: &DbErr) -> bool {
+    matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_)))
+}
+
+async fn find_scope(
+    db: &DatabaseConnection,
+    scope: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<idempotency::Model>, DbErr> {
+    idempotency::Entity::find_by_id(scope.to_owned())
+        .filter(idempotency::Column::ExpiresAt.gt(now))
+        .one(db)
+        .await
+}
+
+/// The record holding `scope`, expired or not: a scope whose call has not finished is held past
+/// its window (see `claim`).
+async fn holder(db: &DatabaseConnection, scope: &str) -> Result<Option<idempotency::Model>, DbErr> {
+    idempotency::Entity::find_by_id(scope.to_owned())
+        .one(db)
+        .await
+}
+
+/// Calls whose scope another request may take once its window is over: finished with a result
+/// delivered, or proven unpaid. Never one whose payment is reserved or unknown (a second payment
+/// could be charged for one piece of work) nor a paid call that has not delivered (its identical
+/// retry is owed the result, or a free re-run).
+const FINISHED: [&str; 2] = [status::COMPLETED, status::UNPAID];
+
+fn existing(record: idempotency::Model) -> Claim {
+    Claim::Existing {
+        call_id: record.call_id,
+        request_hash: record.request_hash,
+    }
+}
+
+/// Claims `scope` for a new call paid by `pay`, or reports who already holds it, in one
+/// transaction: the scope, the payment reservation, the call and its receipt. `window_start` is
+/// the clock's service reading, which measures the idempotency windows (tests move it); the
+/// records themselves carry `now`, its wall reading.
+pub async fn claim(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    call: NewCall,
+    pay: NewPayment,
+    window_start: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<Claim, DbErr> {
+    if let Some(record) = find_scope(db, &scope.key, window_start).await? {
+        return Ok(existing(record));
+    }
+    let call_id = Uuid::now_v7();
+    let receipt_id = receipts::new_id();
+    let window = chrono::Duration::from_std(scope.window).unwrap_or(chrono::Duration::hours(24));
+    let txn = db.begin().await?;
+    // The scope first: of two concurrent identical requests, the loser stops here rather than
+    // on the shared nonce below. An expired record of a finished call answers nothing any more,
+    // so the insert takes its place in the same statement (no separate delete on the paid path);
+    // the call's state is checked in that statement too, so a window cannot lapse under a call
+    // whose settlement is still being reconciled.
+    let scope_row = idempotency::ActiveModel {
+        scope: Set(scope.key.clone()),
+        call_id: Set(call_id),
+        request_hash: Set(call.request_hash.clone()),
+        expires_at: Set(window_start + window),
+        created_at: Set(window_start),
+    };
+    let replace_if_expired = OnConflict::column(idempotency::Column::Scope)
+        .update_columns([
+            idempotency::Column::CallId,
+            idempotency::Column::RequestHash,
+            idempotency::Column::ExpiresAt,
+            idempotency::Column::CreatedAt,
+        ])
+        .action_and_where(
+            Expr::col((idempotency::Entity, idempotency::Column::ExpiresAt))
+                .lte(window_start)
+                .and(
+                    Expr::col((idempotency::Entity, idempotency::Column::CallId)).in_subquery(
+                        Query::select()
+                            .column(call::Column::Id)
+                            .from(call::Entity)
+                            .and_where(call::Column::Status.is_in(FINISHED))
+                            .to_owned(),
+                    ),
+                ),
+        )
+        .to_owned();
+    let claimed = idempotency::Entity::insert(scope_row)
+        .on_conflict(replace_if_expired)
+        .exec_without_returning(&txn)
+        .await?;
+    if claimed == 0 {
+        // A live record, or one whose call has not finished, holds the scope: wait for, replay or
+        // refuse against its call.
+        txn.rollback().await?;
+        return match holder(db, &scope.key).await? {
+            Some(record) => Ok(existing(record)),
+            None => Err(DbErr::Custom(
+                "idempotency scope held by a record that is not live".into(),
+            )),
+        };
+    }
+    let payment_row = payment::ActiveModel {
+        id: Set(Uuid::now_v7()),
+        call_id: Set(call_id),
+        payer: Set(call.payer.clone()),
+        nonce: Set(pay.nonce),
+        amount: Set(pay.amount),
+        network: Set(pay.network),
+        x402_version: Set(pay.x402_version),
+        status: Set(pay_status::RESERVED.into()),
+        transaction: Set(None),
+        error: Set(None),
+        settle_request: Set(Some(pay.settle_request)),
+        valid_before: Set(Some(pay.valid_before)),
+        checks: Set(0),
+        next_check_at: Set(None),
+        sent_tx: Set(None),
+        sent_tx_raw: Set(None),
+        created_at: Set(now),
+        updated_at: Set(now),
+    };
+    // A reservation that was released (nothing processed, not the payer's fault) is taken over
+    // by this call; any other holder of the authorization makes it used.
+    let take_released = OnConflict::columns([payment::Column::Payer, payment::Column::Nonce])
+        .update_columns([
+            payment::Column::CallId,
+            payment::Column::Amount,
+            payment::Column::Network,
+            payment::Column::X402Version,
+            payment::Column::Status,
+            payment::Column::Transaction,
+            payment::Column::Error,
+            payment::Column::SettleRequest,
+            payment::Column::ValidBefore,
+            payment::Column::Checks,
+            payment::Column::NextCheckAt,
+            payment::Column::SentTx,
+            payment::Column::SentTxRaw,
+            payment::Column::UpdatedAt,
+        ])
+        .action_and_where(
+            Expr::col((payment::Entity, payment::Column::Status)).eq(pay_status::RELEASED),
+        )
+        .to_owned();
+    let reserved = payment::Entity::insert(payment_row)
+        .on_conflict(take_released)
+        .exec_without_returning(&txn)
+        .await;
+    match reserved {
+        Ok(1) => {}
+        Ok(_) => {
+            txn.rollback().await?;
+            return Ok(Claim::NonceUsed);
+        }
+        Err(e) => {
+            txn.rollback().await?;
+            return if is_unique_violation(&e) {
+                Ok(Claim::NonceUsed)
+            } else {
+                Err(e)
+            };
+        }
+    }
+    let call_row = call::ActiveModel {
+        id: Set(call_id),
+        kind: Set(call.kind.to_owned()),
+        agent: Set(call.agent),
+        mode: Set(call.mode),
+        payer: Set(call.payer),
+        request_hash: Set(call.request_hash),
+        request: Set(call.request),
+        // Nothing may run until the settlement's outcome is known.
+        status: Set(status::SETTLING.into()),
+        attempts: Set(0),
+        runs: Set(0),
+        error: Set(None),
+        receipt_id: Set(receipt_id.clone()),
+        request_id: Set(call.request_id),
+        created_at: Set(now),
+        updated_at: Set(now),
+        completed_at: Set(None),
+    };
+    let model = call::Entity::insert(call_row)
+        .exec_with_returning(&txn)
+        .await?;
+    let receipt_row = receipt::ActiveModel {
+        id: Set(receipt_id),
+        call_id: Set(call_id),
+        kind: Set(call.kind.to_owned()),
+        created_at: Set(now),
+        expires_at: Set(receipts::expires_at(now)),
+    };
+    receipt::Entity::insert(receipt_row).exec(&txn).await?;
+    txn.commit().await?;
+    Ok(Claim::New(Box::new(model)))
+}

@@ -1,0 +1,120 @@
+//! Writing a settlement's outcome back onto its payment and call, in one transaction.
+
+use crate::x402::settle::SettleOutcome;
+use chrono::{DateTime, Utc};
+use grove_common::db::{
+    calls::status,
+    entities::{call, idempotency, payment},
+    payments::status as pay_status,
+};
+use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, TransactionTrait};
+use uuid::Uuid;
+
+/// Writes a settlement's outcome, with what it means for the call, in one transaction:
+/// settled → the call may run (`settling → pending`); refused → nothing was bought (`unpaid`, the
+/// scope released so a new payment can buy it); unknown → the payment is handed to
+/// reconciliation, due at once (`now`), and the call keeps waiting in `settling`.
+/// Returns whether this write moved the call (false when reconciliation got there first).
+pub async fn record_outcome(
+    db: &DatabaseConnection,
+    call_id: Uuid,
+    outcome: &SettleOutcome,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let txn = db.begin().await?;
+    let payment_update = payment::Entity::update_many()
+        .col_expr(payment::Column::UpdatedAt, now.into())
+        .filter(payment::Column::CallId.eq(call_id))
+        .filter(payment::Column::Status.is_in([pay_status::RESERVED, pay_status::UNKNOWN]));
+    let moved = match outcome {
+        SettleOutcome::Settled { transaction, local } => {
+            let paid = if *local {
+                pay_status::UNSETTLED
+            } else {
+                pay_status::SETTLED
+            };
+            let tx = Some(transaction.clone()).filter(|t| !t.is_empty());
+            let changed = payment_update
+                .col_expr(payment::Column::Status, paid.into())
+                .col_expr(payment::Column::Transaction, tx.into())
+                .col_expr(payment::Column::Error, Option::<String>::None.into())
+                .col_expr(
+                    payment::Column::NextCheckAt,
+                    Option::<DateTime<Utc>>::None.into(),
+                )
+                .exec(&txn)
+                .await?;
+            changed.rows_affected == 1
+                && move_call(&txn, call_id, status::PENDING, None, now).await?
+        }
+        SettleOutcome::Refused { reason } => {
+            // Refused credentials processed nothing: the reservation is handed back so that the
+            // same authorization pays once the operator fixes them, and the call's answer is not
+            // a 402 (`codes::settlement_unavailable`).
+            let (paid, code) = if outcome.is_operator_fault() {
+                (pay_status::RELEASED, "settlement_unavailable")
+            } else {
+                (pay_status::REFUSED, "settlement_failed")
+            };
+            let changed = payment_update
+                .col_expr(payment::Column::Status, paid.into())
+                .col_expr(payment::Column::Error, Some(reason.clone()).into())
+                .col_expr(
+                    payment::Column::NextCheckAt,
+                    Option::<DateTime<Utc>>::None.into(),
+                )
+                .exec(&txn)
+                .await?;
+            let moved = changed.rows_affected == 1
+                && move_call(
+                    &txn,
+                    call_id,
+                    status::UNPAID,
+                    Some(format!("{code}:{reason}")),
+                    now,
+                )
+                .await?;
+            if moved {
+                idempotency::Entity::delete_many()
+                    .filter(idempotency::Column::CallId.eq(call_id))
+                    .exec(&txn)
+                    .await?;
+            }
+            moved
+        }
+        SettleOutcome::Unknown { reason, sent } => {
+            let mut update = payment_update
+                .col_expr(payment::Column::Status, pay_status::UNKNOWN.into())
+                .col_expr(payment::Column::Error, Some(reason.clone()).into())
+                .col_expr(payment::Column::NextCheckAt, Some(now).into());
+            if let Some(sent) = sent {
+                update = update
+                    .col_expr(payment::Column::SentTx, Some(sent.hash.clone()).into())
+                    .col_expr(payment::Column::SentTxRaw, sent.raw.clone().into());
+            }
+            update.exec(&txn).await?;
+            false
+        }
+    };
+    txn.commit().await?;
+    Ok(moved)
+}
+
+/// `settling → to`, only from `settling`: a settlement outcome decides a call once.
+async fn move_call(
+    txn: &sea_orm::DatabaseTransaction,
+    call_id: Uuid,
+    to: &str,
+    error: Option<String>,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let res = call::Entity::update_many()
+        .col_expr(call::Column::Status, to.into())
+        .col_expr(call::Column::Error, error.into())
+        .col_expr(call::Column::UpdatedAt, now.into())
+        .filter(call::Column::Id.eq(call_id))
+        .filter(call::Column::Status.eq(status::SETTLING))
+        .exec(txn)
+        .await?;
+    Ok(res.rows_affected == 1)
+}

@@ -1,0 +1,67 @@
+//! What a paid call buys, as the gate sees it. Each product (`crate::products`: a coaching call,
+//! a review request) implements this one trait, so the gate has no product branches: it asks
+//! the product for its offer and body, lets it take what must be taken atomically before
+//! settlement, and after settlement lets it record what was bought and name the job to run.
+
+use super::idempotency::Kind;
+use crate::{error::ApiError, state::AppState, x402::challenge::Offer};
+use async_trait::async_trait;
+use grove_common::{db::entities::call, jobs::Job, schema::SchemaRegistry};
+use sea_orm::DbErr;
+use serde_json::Value;
+use uuid::Uuid;
+
+/// What the call record says the call is for (the coach and mode of a coaching call).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Labels {
+    pub agent: Option<&'static str>,
+    pub mode: Option<&'static str>,
+}
+
+/// A product refused at the last step before settlement: nothing is settled, and `error` is
+/// the answer (`reason` is what the call records as its unpaid outcome).
+#[derive(Debug)]
+pub struct NotSold {
+    pub reason: &'static str,
+    pub error: ApiError,
+}
+
+#[async_trait]
+pub trait Product: Send + Sync {
+    /// The kind of work, recorded on the call; it fixes the keyless idempotency window.
+    fn kind(&self) -> Kind;
+
+    /// The call's labels, for its record and for metrics.
+    fn labels(&self) -> Labels {
+        Labels::default()
+    }
+
+    /// What the 402 offers: the resource, its price, its schemas and an example.
+    fn offer<'s>(&self, schemas: &'s SchemaRegistry) -> Offer<'s>;
+
+    /// The validated body as JSON: what the call stores and idempotency fingerprints.
+    fn scope_body(&self) -> &Value;
+
+    /// The last check before settlement, once the call is recorded and its payment reserved:
+    /// `Some` refuses the sale and nothing is settled (the review request takes its phone's
+    /// cooldown mark here, atomically with a last look at the opt-out list).
+    async fn before_settlement(
+        &self,
+        state: &AppState,
+        call_id: Uuid,
+    ) -> Result<Option<NotSold>, DbErr> {
+        let _ = (state, call_id);
+        Ok(None)
+    }
+
+    /// The settlement was refused, or proven never to happen: give back what
+    /// `before_settlement` took.
+    async fn settlement_refused(&self, state: &AppState, call_id: Uuid) -> Result<(), DbErr> {
+        let _ = (state, call_id);
+        Ok(())
+    }
+
+    /// The payment settled: record what it bought (idempotently: a free re-run, reconciliation
+    /// and recovery may come through here again) and name the job that does the work.
+    async fn after_settled(&self, state: &AppState, call: &call::Model) -> Result<Job, DbErr>;
+}

@@ -1,0 +1,113 @@
+//! A coaching call as a product: one answer of one coach in one mode, worked by the coaching job.
+
+use super::StoredCallError;
+use crate::{
+    error::ApiError,
+    paid::{Kind, Labels, Product},
+    state::AppState,
+    x402::challenge::Offer,
+};
+use async_trait::async_trait;
+use grove_common::{
+    catalog::{self, Coach, CoachId, Mode, ModeId},
+    db::entities::call,
+    jobs::{CoachingJob, Job},
+    requests::CoachingRequest,
+    schema::SchemaRegistry,
+};
+use sea_orm::DbErr;
+use serde_json::{Value, json};
+
+pub struct CoachingCall {
+    coach: &'static Coach,
+    mode: &'static Mode,
+    /// The validated request as the call stores it (the worker reads it back as its type).
+    body: Value,
+}
+
+impl CoachingCall {
+    /// Whether paid coaching calls are on sale: a pay-to address and a model provider configured.
+    /// The HTTP route and the MCP tool ask before building the product.
+    pub fn on_sale(state: &AppState) -> Result<(), ApiError> {
+        if state.config.pay_to.is_none() {
+            return Err(ApiError::PaymentsDisabled);
+        }
+        if state.config.llm.is_none() {
+            return Err(ApiError::Unavailable(
+                "no model provider is configured, so paid coaching calls are not on sale; the sandbox works",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn new(
+        coach: &'static Coach,
+        mode: &'static Mode,
+        request: &CoachingRequest,
+    ) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            coach,
+            mode,
+            body: serde_json::to_value(request)?,
+        })
+    }
+
+    /// The call a stored record paid for.
+    pub fn stored(call: &call::Model) -> Result<Self, StoredCallError> {
+        let coach = call.agent.as_deref().and_then(|a| CoachId::parse(a).ok());
+        let mode = call.mode.as_deref().and_then(|m| ModeId::parse(m).ok());
+        let (Some(coach), Some(mode)) = (coach, mode) else {
+            return Err(StoredCallError::Labels);
+        };
+        Ok(Self {
+            coach: catalog::coach(coach),
+            mode: catalog::mode(mode),
+            body: call.request.clone(),
+        })
+    }
+}
+
+#[async_trait]
+impl Product for CoachingCall {
+    fn kind(&self) -> Kind {
+        Kind::Coaching
+    }
+
+    fn labels(&self) -> Labels {
+        Labels {
+            agent: Some(self.coach.id.as_str()),
+            mode: Some(self.mode.id.as_str()),
+        }
+    }
+
+    fn offer<'s>(&self, schemas: &'s SchemaRegistry) -> Offer<'s> {
+        let (coach, mode) = (self.coach, self.mode);
+        Offer {
+            path: coach.call_path(),
+            description: format!(
+                "{} ({}): {} ({} tier, {})",
+                coach.name,
+                coach.domain,
+                mode.id,
+                mode.tier.as_str(),
+                mode.price()
+            ),
+            price: mode.price(),
+            request_schema: schemas.mode(mode.id).request.json(),
+            request_schema_path: mode.request_schema_path(),
+            response_schema_path: mode.response_schema_path(),
+            example_body: json!({"mode": mode.id, "messages": [{"role": "user", "content": "Where should we focus next?"}]}),
+        }
+    }
+
+    fn scope_body(&self) -> &Value {
+        &self.body
+    }
+
+    async fn after_settled(&self, _state: &AppState, call: &call::Model) -> Result<Job, DbErr> {
+        Ok(Job::Coaching(CoachingJob {
+            call_id: call.id,
+            request_id: crate::request_id::current(),
+        }))
+    }
+}

@@ -1,0 +1,200 @@
+//! The HTTP client of an x402 facilitator: `POST {url}/settle`, with our credentials (a static
+//! header, or a new CDP token per request), the answer's body deciding and any doubt unknown.
+
+use super::{Facilitator, FacilitatorError, SettleRequest, SettleResponse};
+use crate::x402::cdp::CdpSigner;
+use async_trait::async_trait;
+use grove_common::config::Secret;
+use reqwest::{
+    StatusCode,
+    header::{AUTHORIZATION, HeaderValue},
+};
+use std::{fmt, time::Duration};
+use tracing::Instrument;
+
+/// Bodies past this are cut in error messages: enough to diagnose, too little to flood logs.
+const EXCERPT_CHARS: usize = 200;
+
+/// `POST {base}/settle` over HTTPS with an explicit timeout and an optional auth header.
+pub struct HttpFacilitator {
+    settle_url: String,
+    auth: Auth,
+    client: reqwest::Client,
+}
+
+/// Where each request's `Authorization` header comes from.
+enum Auth {
+    None,
+    /// `X402_FACILITATOR_AUTH`, sent as it is.
+    Static(HeaderValue),
+    /// A new CDP token per request; `uri` is the `uris` claim (`POST host/path` of `settle_url`).
+    Cdp {
+        signer: Box<CdpSigner>,
+        uri: String,
+    },
+}
+
+impl Auth {
+    /// Which variables the credentials come from, for an error a person acts on.
+    fn kind(&self) -> &'static str {
+        match self {
+            Auth::None => {
+                "none configured (X402_FACILITATOR_AUTH or CDP_API_KEY_ID/CDP_API_KEY_SECRET)"
+            }
+            Auth::Static(_) => "X402_FACILITATOR_AUTH",
+            Auth::Cdp { .. } => "CDP_API_KEY_ID/CDP_API_KEY_SECRET",
+        }
+    }
+}
+
+impl fmt::Debug for HttpFacilitator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let auth = match &self.auth {
+            Auth::None => None,
+            Auth::Static(_) => Some("***"),
+            Auth::Cdp { .. } => Some("cdp token"),
+        };
+        f.debug_struct("HttpFacilitator")
+            .field("settle_url", &self.settle_url)
+            .field("auth", &auth)
+            .finish()
+    }
+}
+
+impl HttpFacilitator {
+    /// `auth` is sent verbatim as the `Authorization` header (e.g. `Bearer …`).
+    pub fn new(
+        base_url: &str,
+        auth: Option<Secret>,
+        timeout: Duration,
+    ) -> Result<Self, FacilitatorError> {
+        let auth = auth
+            .map(|secret| {
+                let mut value = HeaderValue::from_str(secret.expose()).map_err(|_| {
+                    // Never echo the secret, even when it is unusable.
+                    FacilitatorError::Transport(
+                        "X402_FACILITATOR_AUTH is not a valid header value".into(),
+                    )
+                })?;
+                value.set_sensitive(true);
+                Ok(value)
+            })
+            .transpose()?;
+        Self::build(base_url, auth.map_or(Auth::None, Auth::Static), timeout)
+    }
+
+    /// Signs a new CDP token for every request (`CDP_API_KEY_ID`, `CDP_API_KEY_SECRET`).
+    pub fn with_cdp(
+        base_url: &str,
+        signer: CdpSigner,
+        timeout: Duration,
+    ) -> Result<Self, FacilitatorError> {
+        let settle_url = settle_url(base_url);
+        let uri = reqwest::Url::parse(&settle_url)
+            .ok()
+            .and_then(|url| crate::x402::cdp::request_uri("POST", &url))
+            .ok_or_else(|| {
+                FacilitatorError::Transport("X402_FACILITATOR_URL is not an http(s) URL".into())
+            })?;
+        let signer = Box::new(signer);
+        Self::build(base_url, Auth::Cdp { signer, uri }, timeout)
+    }
+
+    fn build(base_url: &str, auth: Auth, timeout: Duration) -> Result<Self, FacilitatorError> {
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            // A redirected POST turns into a GET; a moved facilitator is a configuration error.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| FacilitatorError::Transport(e.without_url().to_string()))?;
+        Ok(Self {
+            settle_url: settle_url(base_url),
+            auth,
+            client,
+        })
+    }
+}
+
+fn settle_url(base_url: &str) -> String {
+    format!("{}/settle", base_url.trim_end_matches('/'))
+}
+
+#[async_trait]
+impl Facilitator for HttpFacilitator {
+    async fn settle(&self, request: &SettleRequest) -> Result<SettleResponse, FacilitatorError> {
+        // The URL is not a span field: it may carry credentials in its userinfo.
+        let span = tracing::info_span!("x402.settle", x402.version = request.x402_version);
+        self.post(request).instrument(span).await
+    }
+}
+
+impl HttpFacilitator {
+    async fn post(&self, request: &SettleRequest) -> Result<SettleResponse, FacilitatorError> {
+        let mut call = self.client.post(&self.settle_url).json(request);
+        match &self.auth {
+            Auth::None => {}
+            Auth::Static(value) => call = call.header(AUTHORIZATION, value.clone()),
+            Auth::Cdp { signer, uri } => {
+                let value = signer.authorization(uri).map_err(|_| {
+                    FacilitatorError::Transport("could not build the CDP token header".into())
+                })?;
+                call = call.header(AUTHORIZATION, value);
+            }
+        }
+        let response = call.send().await.map_err(transport)?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(transport)?;
+        let parsed = serde_json::from_slice::<SettleResponse>(&body);
+        let outcome = match status {
+            StatusCode::OK => parsed.map_err(|e| FacilitatorError::Decode(e.to_string())),
+            // 400 / 412 with a settle body are refusals; anything else at those codes
+            // (a proxy's HTML page, a success flag) is not an answer we can trust.
+            StatusCode::BAD_REQUEST | StatusCode::PRECONDITION_FAILED => match parsed {
+                Ok(answer) if !answer.success => Ok(answer),
+                _ => Err(status_error(status, &body)),
+            },
+            // Checked before anything is processed: nothing was settled.
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                Err(FacilitatorError::Unauthorized {
+                    status: status.as_u16(),
+                })
+            }
+            _ => Err(status_error(status, &body)),
+        };
+        match &outcome {
+            Ok(answer) => tracing::info!(
+                http.status = status.as_u16(),
+                success = answer.success,
+                error_reason = answer.error_reason.as_deref().unwrap_or(""),
+                transaction = %answer.transaction,
+                "facilitator answered"
+            ),
+            // The operator's to fix; the credentials themselves are never logged.
+            Err(error @ FacilitatorError::Unauthorized { .. }) => tracing::error!(
+                %error,
+                credentials = self.auth.kind(),
+                "the facilitator refused our credentials; nothing was settled: check them"
+            ),
+            Err(error) => tracing::warn!(%error, "settlement outcome unknown"),
+        }
+        outcome
+    }
+}
+
+fn transport(error: reqwest::Error) -> FacilitatorError {
+    if error.is_timeout() {
+        FacilitatorError::Timeout
+    } else {
+        // The URL may carry credentials in userinfo; the message does not need it.
+        FacilitatorError::Transport(error.without_url().to_string())
+    }
+}
+
+fn status_error(status: StatusCode, body: &[u8]) -> FacilitatorError {
+    let text = String::from_utf8_lossy(body);
+    FacilitatorError::Status {
+        status: status.as_u16(),
+        body_excerpt: text.chars().take(EXCERPT_CHARS).collect(),
+    }
+}

@@ -1,0 +1,131 @@
+//! Why a presented payment was refused: the stable reason codes of `payment_invalid:<reason>`.
+
+use super::challenge;
+use grove_common::x402;
+
+/// Why a payment was refused. `reason()` is the stable code of `payment_invalid:<reason>`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PaymentRejection {
+    #[error("the payment header could not be decoded: {0}")]
+    MalformedHeader(String),
+    #[error("{0}")]
+    UnsupportedVersion(String),
+    #[error("only the \"exact\" scheme is accepted")]
+    WrongScheme,
+    #[error("payments are accepted on Base mainnet only (eip155:8453, v1 \"base\")")]
+    WrongNetwork,
+    #[error("the asset must be USDC on Base ({})", x402::USDC_ADDRESS)]
+    WrongAsset,
+    #[error("the payment is not addressed to this service's payTo")]
+    WrongPayTo,
+    #[error("the authorized value must be exactly {0} atomic USDC units")]
+    WrongAmount(u64),
+    #[error("{field} must be a canonical decimal string: {}", uint_rule(.problem))]
+    NonCanonicalInteger {
+        field: &'static str,
+        problem: UintProblem,
+    },
+    #[error(
+        "accepted.maxTimeoutSeconds must be {}, as offered",
+        challenge::OFFERED_MAX_TIMEOUT_SECONDS
+    )]
+    WrongMaxTimeout,
+    #[error("accepted.extra must be {}, as offered", challenge::offered_extra())]
+    WrongExtra,
+    #[error("the authorization is not valid yet (validAfter must be before now, as USDC requires)")]
+    NotYetValid,
+    #[error(
+        "the authorization expires too soon to settle (validBefore must be at least now + {}s)",
+        challenge::MIN_SECONDS_LEFT
+    )]
+    Expired,
+    #[error("the signature is not a 65-byte ECDSA signature with v = 27 or 28")]
+    BadSignature,
+    #[error("the signature has a high s value; sign with a low-s (canonical) signature")]
+    HighSSignature,
+    #[error(
+        "the signature was not made by authorization.from under the USDC (\"USD Coin\", version 2, chain 8453) EIP-712 domain"
+    )]
+    SignerMismatch,
+}
+
+impl PaymentRejection {
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::MalformedHeader(_) => "malformed_header",
+            Self::UnsupportedVersion(_) => "unsupported_version",
+            Self::WrongScheme => "wrong_scheme",
+            Self::WrongNetwork => "wrong_network",
+            Self::WrongAsset => "wrong_asset",
+            Self::WrongPayTo => "wrong_pay_to",
+            Self::WrongAmount(_) => "wrong_amount",
+            Self::NonCanonicalInteger { problem, .. } => match problem {
+                UintProblem::NotDecimal => "integer_not_decimal",
+                UintProblem::LeadingZero => "integer_leading_zero",
+                UintProblem::TooLarge => "integer_too_large",
+            },
+            Self::WrongMaxTimeout => "wrong_max_timeout",
+            Self::WrongExtra => "wrong_extra",
+            Self::NotYetValid => "not_yet_valid",
+            Self::Expired => "expired",
+            Self::BadSignature => "bad_signature",
+            Self::HighSSignature => "high_s_signature",
+            Self::SignerMismatch => "signer_mismatch",
+        }
+    }
+
+    /// Human text for logs and clients; it never repeats the header back.
+    pub fn message(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// The rule a non-canonical integer broke, for the refusal's message.
+fn uint_rule(problem: &UintProblem) -> &'static str {
+    match problem {
+        UintProblem::NotDecimal => "ASCII digits only (no sign, space, hex or exponent)",
+        UintProblem::LeadingZero => "no leading zeros",
+        UintProblem::TooLarge => "at most 2^256 - 1",
+    }
+}
+
+/// Why an integer string is not the one canonical spelling of a uint256.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UintProblem {
+    /// Empty, or anything but ASCII digits: a sign, whitespace, `0x`, an exponent, a point.
+    NotDecimal,
+    /// `"0180000"`: one number, two spellings, and parsers that disagree on the second (octal).
+    LeadingZero,
+    /// Above 2^256 - 1: what USDC's `uint256` cannot hold.
+    TooLarge,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_are_stable_snake_case() {
+        assert_eq!(
+            PaymentRejection::HighSSignature.reason(),
+            "high_s_signature"
+        );
+        assert_eq!(PaymentRejection::WrongAmount(1).reason(), "wrong_amount");
+        assert!(PaymentRejection::Expired.message().contains("now + 6s"));
+        let leading = PaymentRejection::NonCanonicalInteger {
+            field: "authorization.value",
+            problem: UintProblem::LeadingZero,
+        };
+        assert_eq!(leading.reason(), "integer_leading_zero");
+        assert_eq!(
+            leading.message(),
+            "authorization.value must be a canonical decimal string: no leading zeros"
+        );
+        assert!(PaymentRejection::WrongMaxTimeout.message().contains("300"));
+        assert!(
+            PaymentRejection::WrongExtra
+                .message()
+                .contains(r#"{"name":"USD Coin","version":"2"}"#)
+        );
+    }
+}

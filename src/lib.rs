@@ -1,0 +1,87 @@
+//! The `api` binary's library: the HTTP API (`grove_api`) over the back end this process uses.
+//! With `REDIS_URL`, jobs go to Redis for separate `worker` processes; without it, the worker
+//! (`grove_worker`) runs in this process on in-memory queues (feature `embedded`, the default).
+//! This is the one place that knows both libraries.
+
+use grove_api::{BackEnd, Foundation};
+use grove_common::{
+    clock::{Clock, SystemClock},
+    config::Config,
+};
+use std::sync::Arc;
+
+pub use grove_api::Application;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Api(#[from] grove_api::StartError),
+    #[cfg(feature = "embedded")]
+    #[error("embedded worker: {0}")]
+    Worker(#[from] grove_worker::WorkerError),
+    #[error("REDIS_URL is not set and this build has no embedded worker")]
+    NoQueue,
+}
+
+/// The api on the wall clock.
+pub async fn build(config: Config) -> Result<Application, StartError> {
+    build_with_clock(config, Arc::new(SystemClock)).await
+}
+
+/// As `build`, reading time from `clock` (tests move time for quiet hours and follow-ups).
+pub async fn build_with_clock(
+    config: Config,
+    clock: Arc<dyn Clock>,
+) -> Result<Application, StartError> {
+    let foundation = Foundation::open(config, clock).await?;
+    let back_end = match &foundation.config().redis_url {
+        Some(url) => BackEnd::redis(url.expose(), &foundation.config().queue_namespace).await?,
+        None => embedded(&foundation).await?,
+    };
+    Ok(Application::build(foundation, back_end).await?)
+}
+
+/// Starts the worker in this process, on in-memory queues; it stops with the server.
+#[cfg(feature = "embedded")]
+async fn embedded(foundation: &Foundation) -> Result<BackEnd, StartError> {
+    use grove_common::{
+        completion::Completions,
+        db::{self, liveness::Liveness},
+    };
+    use grove_worker::WorkerError;
+    let config = foundation.config();
+    let completions = Completions::local();
+    let liveness = Liveness::claim(foundation.db(), &db::url(config))
+        .await
+        .map_err(WorkerError::from)?;
+    let (queue, storages) = grove_worker::runtime::memory_queue();
+    let parts = grove_worker::Parts {
+        db: foundation.db().clone(),
+        completions: completions.clone(),
+        schemas: Arc::clone(foundation.schemas()),
+        queue: queue.clone(),
+        clock: Arc::clone(foundation.clock()),
+        sweeps: Arc::default(),
+        liveness: Arc::clone(&liveness),
+    };
+    let sweeps = Arc::clone(&parts.sweeps);
+    let deps = grove_worker::deps(config, parts)?;
+    grove_worker::runtime::spawn_embedded(
+        Arc::new(deps),
+        storages,
+        config.sweep_interval,
+        foundation.stopped(),
+    )
+    .map_err(WorkerError::from)?;
+    Ok(BackEnd {
+        queue,
+        completions,
+        sweeps: Some(sweeps),
+        liveness: Some(liveness),
+    })
+}
+
+#[cfg(not(feature = "embedded"))]
+async fn embedded(_: &Foundation) -> Result<BackEnd, StartError> {
+    Err(StartError::NoQueue)
+}

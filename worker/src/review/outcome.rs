@@ -1,0 +1,58 @@
+//! The paid call's answer: the tracked request as it stands at its first outcome.
+
+use crate::jobs::{Deps, JobError};
+use grove_common::{
+    db::{
+        calls,
+        reviews::{self, message_kind},
+    },
+    receipt,
+    review::{ReviewStatus, message},
+};
+
+/// Stores the paid call's result the first time the request reaches an outcome the caller can
+/// act on (sent, deferred, scheduled, or refused), and wakes the waiting API.
+pub(super) async fn first_outcome(deps: &Deps, review_id: &str) -> Result<(), JobError> {
+    let Some(req) = reviews::load(&deps.db, review_id).await? else {
+        return Ok(());
+    };
+    let Some(call) = calls::load(&deps.db, req.call_id).await? else {
+        return Ok(());
+    };
+    // `sending` is no outcome: the run inside the provider call stores the result when the
+    // provider answers (or a later run does, once that run's lease has lapsed).
+    if call.status == calls::status::COMPLETED || req.status == ReviewStatus::Sending {
+        return Ok(());
+    }
+    let msg = reviews::message(&deps.db, &req.id, message_kind::INITIAL).await?;
+    let link = grove_common::review::tracked_link(&deps.public_base_url, &req.link_token);
+    let preview = message::render(
+        req.template.as_deref(),
+        &req.first_name,
+        &req.business_name,
+        &link,
+    )
+    .ok();
+    let (body, encoding, segments) = match &preview {
+        Some(r) => (r.body.as_str(), r.encoding.as_str(), r.segments),
+        None => ("", "GSM-7", 1),
+    };
+    let body = reviews::response_json(
+        &req,
+        msg.as_ref(),
+        (body, encoding, segments),
+        &deps.public_base_url,
+        receipt::json(&call.receipt_id, call.created_at),
+    );
+    calls::complete(
+        &deps.db,
+        call.id,
+        calls::Finisher::Unleased,
+        body,
+        (0, 0),
+        0,
+    )
+    .await?;
+    deps.completions.notify(call.id).await;
+    Ok(())
+}
