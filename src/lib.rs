@@ -1,21 +1,21 @@
-//! The `api` binary's library: the HTTP API (`grove_api`) over the back end this process uses.
+//! The `api` binary's library: the HTTP API (`grove_http`) over the back end this process uses.
 //! With `REDIS_URL`, jobs go to Redis for separate `worker` processes; without it, the worker
 //! (`grove_worker`) runs in this process on in-memory queues (feature `embedded`, the default).
 //! This is the one place that knows both libraries.
 
-use grove_api::{BackEnd, Foundation};
 use grove_common::{
     clock::{Clock, SystemClock},
     config::Config,
 };
+use grove_http::{BackEnd, Foundation};
 use std::sync::Arc;
 
-pub use grove_api::Application;
+pub use grove_http::Application;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error(transparent)]
-    Api(#[from] grove_api::StartError),
+    Api(#[from] grove_http::StartError),
     #[cfg(feature = "embedded")]
     #[error("embedded worker: {0}")]
     Worker(#[from] grove_worker::WorkerError),

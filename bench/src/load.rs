@@ -77,7 +77,7 @@ pub async fn run_bounded(
     for c in 0..connections {
         let make = make.clone();
         tasks.push(tokio::spawn(async move {
-            let client = reqwest::Client::builder()
+            let client = grove_common::http_client::builder()
                 .no_proxy()
                 .pool_max_idle_per_host(1)
                 .build()

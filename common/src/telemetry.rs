@@ -71,6 +71,7 @@ fn exporter(
     service: &'static str,
 ) -> Result<SdkTracerProvider, opentelemetry_otlp::ExporterBuildError> {
     use opentelemetry_otlp::WithExportConfig;
+    crate::http_client::install_tls();
     let traces = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()

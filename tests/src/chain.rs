@@ -10,8 +10,8 @@ use crate::x402::{PayOptions, TestWallet, decode_b64_json};
 use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::{SolCall, SolEvent, sol};
 use base64::{Engine, engine::general_purpose::STANDARD};
-use grove_api::SettleRequest;
-use grove_api::{IUsdc, USDC};
+use grove_http::SettleRequest;
+use grove_http::{IUsdc, USDC};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -135,7 +135,7 @@ impl Chain {
         let chain = Self {
             child,
             url: format!("http://{addr}"),
-            client: reqwest::Client::builder()
+            client: grove_common::http_client::builder()
                 .no_proxy()
                 .build()
                 .expect("client"),
@@ -321,7 +321,7 @@ pub fn has_authorization_used(receipt: &Value, authorizer: Address, nonce: B256)
 }
 
 /// The requirement a paid call offers (USDC on Base to `PAY_TO`), written out by hand so that
-/// grove-api's own builder cannot make both sides agree on a mistake.
+/// grove-http's own builder cannot make both sides agree on a mistake.
 pub fn requirement(amount: u64) -> Value {
     json!({
         "scheme": "exact",

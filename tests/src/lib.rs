@@ -102,7 +102,7 @@ impl TestApp {
         tokio::spawn(app.run_until(async {
             let _ = stopped.await;
         }));
-        let client = reqwest::Client::builder()
+        let client = grove_common::http_client::builder()
             .no_proxy()
             .build()
             .expect("client");

@@ -147,7 +147,7 @@ pub async fn rig(persist: bool, recovery_limit_s: u64) -> Rig {
         redis,
         worker,
         health: format!("http://{health}"),
-        http: reqwest::Client::builder()
+        http: grove_common::http_client::builder()
             .no_proxy()
             .timeout(Duration::from_secs(2))
             .build()

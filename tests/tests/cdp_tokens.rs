@@ -3,8 +3,8 @@
 //! facilitator verifies the tokens with the public key, as CDP does; the last test compares our
 //! tokens with those of the official Python SDK (`cdp-sdk`, installed by `scripts/test`).
 
-use grove_api::{CdpSigner, Facilitator, FacilitatorError, HttpFacilitator, SettleRequest};
 use grove_common::config::{CdpCredentials, CdpKey, Config, ConfigError};
+use grove_http::{CdpSigner, Facilitator, FacilitatorError, HttpFacilitator, SettleRequest};
 use grove_tests::{
     cdp::{self, TestCdpKey},
     default_env,

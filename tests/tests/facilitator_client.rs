@@ -2,13 +2,13 @@
 //! (CONTRACT 3, "Facilitator"): success only on `success == true`, bodies read on 200/400/412,
 //! an explicit timeout, an auth header that is sent but never printed.
 
-use grove_api::{
-    Facilitator, FacilitatorError, HttpFacilitator, LocalFacilitator, SettleRequest,
-    requirements_for,
-};
 use grove_common::{
     config::Secret,
     x402::{PaymentRequirementsResponseV1, PaymentRequirementsV2},
+};
+use grove_http::{
+    Facilitator, FacilitatorError, HttpFacilitator, LocalFacilitator, SettleRequest,
+    requirements_for,
 };
 use grove_tests::{
     facilitator::{FakeFacilitator, SettleScript},
@@ -264,11 +264,11 @@ async fn a_verified_payment_settles_with_its_own_payload_and_the_offered_require
             .parse()
             .expect("header value"),
     );
-    let expected = grove_api::Expected {
+    let expected = grove_http::Expected {
         pay_to: grove_tests::PAY_TO.parse().expect("address"),
         amount_atomic: 180_000,
     };
-    let payment = grove_api::verify(&headers, &expected, grove_tests::x402::now_unix())
+    let payment = grove_http::verify(&headers, &expected, grove_tests::x402::now_unix())
         .expect("verifies")
         .expect("present");
 

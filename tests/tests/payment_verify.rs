@@ -7,7 +7,7 @@ use base64::{
     Engine,
     engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD},
 };
-use grove_api::{
+use grove_http::{
     Expected, PaymentPayload, PaymentRejection, VerifiedPayment, verify, verify_payload,
 };
 use grove_tests::{

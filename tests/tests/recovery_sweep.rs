@@ -152,7 +152,7 @@ impl EmbeddedApi {
             env,
             child: None,
             base: format!("http://127.0.0.1:{port}"),
-            http: reqwest::Client::builder()
+            http: grove_common::http_client::builder()
                 .no_proxy()
                 .build()
                 .expect("client"),

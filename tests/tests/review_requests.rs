@@ -464,7 +464,7 @@ async fn a_click_or_a_stop_cancels_the_pending_follow_up() {
         .trim_start_matches(grove_tests::BASE_URL)
         .trim_end_matches(['.', ','])
         .to_owned();
-    let no_redirect = reqwest::Client::builder()
+    let no_redirect = grove_common::http_client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .build()

@@ -4,11 +4,11 @@
 
 use alloy_primitives::{Address, U256};
 use futures::future::join_all;
-use grove_api::{
+use grove_common::config::Secret;
+use grove_http::{
     AuthorizationQuery, AuthorizationReader, AuthorizationState, ChainReader, SelfSettler,
     SettleOutcome, SettleRequest, Settler,
 };
-use grove_common::config::Secret;
 use grove_tests::chain::{Chain, SETTLER_KEY, authorization_of, has_authorization_used, payment};
 use grove_tests::x402::{PayOptions, TestWallet};
 use grove_tests::{PAY_TO, wait_until};

@@ -6,7 +6,7 @@
 //! loopback fake, the chain is real.
 
 use alloy_primitives::{Address, B256, U256};
-use grove_api::SettleRequest;
+use grove_http::SettleRequest;
 use grove_tests::{
     PAY_TO,
     chain::Chain,

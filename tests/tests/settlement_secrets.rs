@@ -46,7 +46,7 @@ fn rpc_url(chain: &Chain) -> String {
 
 /// Pays for one call through the process; returns the status.
 async fn pay(api: &ApiProcess, wallet: &TestWallet, key: &str) -> u16 {
-    let client = reqwest::Client::builder()
+    let client = grove_common::http_client::builder()
         .no_proxy()
         .build()
         .expect("client");

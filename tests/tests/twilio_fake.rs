@@ -65,7 +65,7 @@ async fn the_fake_refuses_what_twilio_refuses() {
         ACCOUNT_SID
     );
     let auth = FakeTwilio::basic_auth(ACCOUNT_SID, AUTH_TOKEN);
-    let http = reqwest::Client::builder()
+    let http = grove_common::http_client::builder()
         .no_proxy()
         .build()
         .expect("client");

@@ -105,7 +105,7 @@ fn paid_request(base: &str, prepared: &Arc<Vec<(Vec<u8>, String)>>, i: usize) ->
 
 async fn scenario(label: &str, postgres_and_redis: bool, secs: u64, calls: usize) -> Vec<Report> {
     let r = rig(postgres_and_redis).await;
-    let client = reqwest::Client::builder()
+    let client = grove_common::http_client::builder()
         .no_proxy()
         .build()
         .expect("client");

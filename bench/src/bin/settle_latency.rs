@@ -11,8 +11,8 @@
 //! - 32 at once: concurrent settlements from one settler key (one nonce queue).
 
 use futures::future::join_all;
-use grove_api::{SelfSettler, SettleOutcome, Settler};
 use grove_common::config::Secret;
+use grove_http::{SelfSettler, SettleOutcome, Settler};
 use grove_tests::{
     chain::{Chain, SETTLER_KEY, payment},
     x402::{PayOptions, TestWallet},

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 /// A client shared by every call of one provider (connection pooling matters with TLS).
 pub(super) fn client(request_timeout: Duration) -> Result<reqwest::Client, LlmError> {
-    reqwest::Client::builder()
+    grove_common::http_client::builder()
         .user_agent(concat!("grove-worker/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(request_timeout.min(Duration::from_secs(10)))
         .build()

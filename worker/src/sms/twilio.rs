@@ -72,7 +72,7 @@ impl TwilioProvider {
                 ));
             }
         };
-        let client = reqwest::Client::builder()
+        let client = grove_common::http_client::builder()
             .user_agent(concat!("grove-worker/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(retry.request_timeout.min(Duration::from_secs(10)))
             .build()

@@ -27,7 +27,7 @@ pub(super) struct Rpc {
 impl Rpc {
     pub(super) fn new(rpc_url: &Secret) -> Result<Self, ChainError> {
         let url: reqwest::Url = rpc_url.expose().parse().map_err(|_| ChainError::RpcUrl)?;
-        let client = reqwest::Client::builder()
+        let client = grove_common::http_client::builder()
             .timeout(RPC_REQUEST_TIMEOUT)
             .connect_timeout(Duration::from_secs(5))
             .build()

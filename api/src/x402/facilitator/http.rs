@@ -101,7 +101,7 @@ impl HttpFacilitator {
     }
 
     fn build(base_url: &str, auth: Auth, timeout: Duration) -> Result<Self, FacilitatorError> {
-        let client = reqwest::Client::builder()
+        let client = grove_common::http_client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
             // A redirected POST turns into a GET; a moved facilitator is a configuration error.

@@ -41,7 +41,7 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
     let proxy = Arc::new(Proxy {
         log: Arc::clone(&model_log),
         upstream: llm.openai_base().trim_end_matches("/v1").to_owned(),
-        client: reqwest::Client::builder()
+        client: grove_common::http_client::builder()
             .no_proxy()
             .build()
             .expect("client"),
@@ -96,7 +96,7 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
         api_restarting: false,
         exits: vec![],
     }));
-    let client = reqwest::Client::builder()
+    let client = grove_common::http_client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(args.deadline_s + 15))
         .build()
