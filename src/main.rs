@@ -3,6 +3,11 @@
 use grove_common::{config::Config, shutdown, telemetry};
 use std::process::ExitCode;
 
+/// mimalloc instead of glibc malloc: a paid call allocates many small short-lived buffers
+/// (bodies, JSON values, SQL parameters) across threads, where glibc spent ~15 % of its CPU.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let config = match Config::from_env() {

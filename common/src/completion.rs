@@ -1,20 +1,76 @@
 //! "This call is finished": pushed by whoever stores a call's outcome, awaited by the API.
 //!
-//! Waiters subscribe to one process-local broadcast. In the embedded mode the in-process worker
-//! sends into it directly; with Redis, the worker PUBLISHes and one subscriber task per API
-//! process forwards the messages into the broadcast. Pub/sub is at-most-once, so waiters also
-//! re-check the database on a slow timer; a lost message costs latency, never a result.
+//! Each waiter registers for its own call and is woken alone: a process-wide broadcast woke
+//! every waiting request on every completion (64 wake-ups per call at 64 connections, issue 12).
+//! In the embedded mode the in-process worker wakes the waiters directly; with Redis, the worker
+//! PUBLISHes and one subscriber task per API process wakes them. Pub/sub is at-most-once, so
+//! waiters also re-check the database on a slow timer; a lost message costs latency, never a
+//! result.
 
 use crate::jobs;
 use futures::StreamExt;
 use redis::{AsyncCommands, aio::ConnectionManager};
-use std::time::Duration;
-use tokio::sync::broadcast;
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
+use tokio::sync::Notify;
 use uuid::Uuid;
+
+/// The waiters of each call, by call id; each waiter holds its own `Notify`.
+#[derive(Default)]
+struct Waiters {
+    by_call: Mutex<HashMap<Uuid, Vec<(u64, Arc<Notify>)>>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl Waiters {
+    fn wake(&self, call_id: Uuid) {
+        let by_call = self.by_call.lock().unwrap_or_else(PoisonError::into_inner);
+        for (_, notify) in by_call.get(&call_id).into_iter().flatten() {
+            // `notify_one` keeps a permit when the waiter is between two looks, so a completion
+            // that lands then is not lost.
+            notify.notify_one();
+        }
+    }
+}
+
+/// One request waiting for one call. Registered when made, so a completion that happens before
+/// the first look at the database still wakes it; unregistered when dropped.
+pub struct Waiter {
+    call_id: Uuid,
+    token: u64,
+    notify: Arc<Notify>,
+    waiters: Arc<Waiters>,
+}
+
+impl Waiter {
+    /// Returns once the call was announced finished (or at once, if it was since the last call).
+    pub async fn notified(&self) {
+        self.notify.notified().await;
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        let mut by_call = self
+            .waiters
+            .by_call
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(list) = by_call.get_mut(&self.call_id) {
+            list.retain(|(t, _)| *t != self.token);
+            if list.is_empty() {
+                by_call.remove(&self.call_id);
+            }
+        }
+    }
+}
 
 #[derive(Clone)]
 pub struct Completions {
-    local: broadcast::Sender<Uuid>,
+    local: Arc<Waiters>,
     publisher: Option<ConnectionManager>,
     channel: String,
 }
@@ -22,9 +78,8 @@ pub struct Completions {
 impl Completions {
     /// In-process only (embedded mode and tests).
     pub fn local() -> Self {
-        let (local, _) = broadcast::channel(4096);
         Self {
-            local,
+            local: Arc::default(),
             publisher: None,
             channel: String::new(),
         }
@@ -32,15 +87,14 @@ impl Completions {
 
     /// Publishes through Redis; call `subscribe_redis` too in processes that wait.
     pub fn redis(publisher: ConnectionManager, namespace: &str) -> Self {
-        let (local, _) = broadcast::channel(4096);
         Self {
-            local,
+            local: Arc::default(),
             publisher: Some(publisher),
             channel: jobs::done_channel(namespace),
         }
     }
 
-    /// Forwards done-channel messages into the local broadcast, reconnecting on failure.
+    /// Wakes this process's waiters on done-channel messages, reconnecting on failure.
     pub fn subscribe_redis(&self, client: redis::Client) {
         let local = self.local.clone();
         let channel = self.channel.clone();
@@ -57,7 +111,7 @@ impl Completions {
                                     msg.get_payload::<String>().map(|s| Uuid::parse_str(&s))
                                     && let Ok(id) = id
                                 {
-                                    let _ = local.send(id);
+                                    local.wake(id);
                                 }
                             }
                             tracing::warn!("completion subscription ended; reconnecting");
@@ -83,13 +137,78 @@ impl Completions {
                     tracing::warn!(error = %e, %call_id, "could not publish completion");
                 }
             }
-            None => {
-                let _ = self.local.send(call_id);
-            }
+            None => self.local.wake(call_id),
         }
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<Uuid> {
-        self.local.subscribe()
+    /// Registers interest in `call_id`'s completion; make it before looking at the call.
+    pub fn waiter(&self, call_id: Uuid) -> Waiter {
+        let token = self
+            .local
+            .next
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let notify = Arc::new(Notify::new());
+        self.local
+            .by_call
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(call_id)
+            .or_default()
+            .push((token, Arc::clone(&notify)));
+        Waiter {
+            call_id,
+            token,
+            notify,
+            waiters: Arc::clone(&self.local),
+        }
+    }
+
+    /// Requests waiting in this process (for tests and metrics).
+    pub fn waiting(&self) -> usize {
+        self.local
+            .by_call
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(Vec::len)
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_completion_before_the_wait_is_not_lost_and_wakes_only_its_call() {
+        let completions = Completions::local();
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        let wait_a = completions.waiter(a);
+        let wait_b = completions.waiter(b);
+        completions.notify(a).await;
+        // Announced before anyone awaited: the permit is kept.
+        tokio::time::timeout(Duration::from_secs(5), wait_a.notified())
+            .await
+            .expect("the waiter of the finished call wakes");
+        let other = tokio::time::timeout(Duration::from_millis(50), wait_b.notified()).await;
+        assert!(other.is_err(), "a waiter of another call stays asleep");
+    }
+
+    #[tokio::test]
+    async fn every_waiter_of_a_call_wakes_and_dropped_waiters_unregister() {
+        let completions = Completions::local();
+        let id = Uuid::now_v7();
+        let first = completions.waiter(id);
+        let second = completions.waiter(id);
+        assert_eq!(completions.waiting(), 2);
+        completions.notify(id).await;
+        for w in [&first, &second] {
+            tokio::time::timeout(Duration::from_secs(5), w.notified())
+                .await
+                .expect("woken");
+        }
+        drop(first);
+        drop(second);
+        assert_eq!(completions.waiting(), 0);
     }
 }

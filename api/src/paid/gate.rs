@@ -167,10 +167,13 @@ async fn settle_and_wait(
         ledger::record_outcome(&state.db, call.id, &not_sold, state.clock.wall()).await?;
         return Err(error);
     }
+    // Registered before the job is pushed, so a worker that finishes at once still wakes us.
+    let waiter = state.completions.waiter(call.id);
     let outcome = state.settler.settle(settle_request).await;
     state.metrics.settlement(outcome.label());
     let moved = ledger::record_outcome(&state.db, call.id, &outcome, state.clock.wall()).await?;
     let mut transaction = None;
+    let mut pushed = false;
     match &outcome {
         SettleOutcome::Refused { reason } => {
             if outcome.is_operator_fault() {
@@ -188,7 +191,7 @@ async fn settle_and_wait(
             transaction: tx, ..
         } if moved => {
             transaction = Some(tx.clone());
-            fulfil::after_settled(state, product, &call).await?;
+            pushed = fulfil::after_settled(state, product, &call).await?;
         }
         SettleOutcome::Settled { .. } => {}
         SettleOutcome::Unknown { reason, .. } => {
@@ -199,7 +202,8 @@ async fn settle_and_wait(
         }
     }
     let enqueued = Instant::now();
-    let waited = wait::until_final(&state.db, &state.completions, call.id, deadline).await?;
+    // A call just pushed is not final yet: the first look waits for the worker's wake-up.
+    let waited = wait::until_final_with(&state.db, waiter, call.id, deadline, !pushed).await?;
     state.metrics.job_latency(enqueued.elapsed());
     Ok(Ended::new(call, waited, false, transaction))
 }

@@ -3,12 +3,12 @@
 
 use crate::x402::challenge::codes;
 use grove_common::{
-    completion::Completions,
+    completion::{Completions, Waiter},
     db::{calls, calls::status},
 };
 use sea_orm::{DatabaseConnection, DbErr};
 use std::time::Duration;
-use tokio::{sync::broadcast::error::RecvError, time::Instant};
+use tokio::time::Instant;
 use uuid::Uuid;
 
 pub enum Outcome {
@@ -45,29 +45,35 @@ async fn look(db: &DatabaseConnection, call_id: Uuid) -> Result<Result<Outcome, 
     })
 }
 
+/// Waits for `call_id` to reach a final state, or for `deadline`.
 pub async fn until_final(
     db: &DatabaseConnection,
     completions: &Completions,
     call_id: Uuid,
     deadline: Instant,
 ) -> Result<Outcome, DbErr> {
-    // Subscribe before the first look, so a completion between the look and the wait is not missed.
-    let mut rx = completions.subscribe();
-    if let Ok(done) = look(db, call_id).await? {
+    until_final_with(db, completions.waiter(call_id), call_id, deadline, true).await
+}
+
+/// `until_final` with a waiter registered earlier. `look_first: false` when the waiter was
+/// registered before the work was handed on to the queue: the call was not final then, and any
+/// completion since has woken the waiter, so the first look waits for that (or the timer).
+pub async fn until_final_with(
+    db: &DatabaseConnection,
+    waiter: Waiter,
+    call_id: Uuid,
+    deadline: Instant,
+    look_first: bool,
+) -> Result<Outcome, DbErr> {
+    if look_first && let Ok(done) = look(db, call_id).await? {
         return Ok(done);
     }
     let mut recheck = Instant::now() + RECHECK;
     loop {
         tokio::select! {
-            msg = rx.recv() => match msg {
-                Ok(id) if id == call_id => {}
-                Ok(_) => continue,
-                Err(RecvError::Lagged(_)) => {}
-                Err(RecvError::Closed) => tokio::time::sleep_until(recheck.min(deadline)).await,
-            },
-            _ = tokio::time::sleep_until(recheck) => recheck = Instant::now() + RECHECK,
-            // The last look: a final state if there is one, else which kind of waiting ran out.
-            _ = tokio::time::sleep_until(deadline) => {
+            () = waiter.notified() => {}
+            () = tokio::time::sleep_until(recheck) => recheck = Instant::now() + RECHECK,
+            () = tokio::time::sleep_until(deadline) => {
                 return Ok(match look(db, call_id).await? {
                     Ok(done) => done,
                     Err(true) => Outcome::SettlementPending,

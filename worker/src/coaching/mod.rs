@@ -128,7 +128,12 @@ impl Engine {
             response: &self.schemas.mode(mode.id).response,
             receipt: &receipt,
         };
-        let stored = calls::model_calls(db, call.id, call.runs).await?;
+        // A call's first start has no recorded answers to replay: skip the read (issue 12).
+        let stored = if call.attempts > 1 {
+            calls::model_calls(db, call.id, call.runs).await?
+        } else {
+            Vec::new()
+        };
 
         let mut usage = Usage::default();
         let mut budget = MAX_OUTPUT_TOKENS;

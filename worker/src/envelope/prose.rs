@@ -167,8 +167,10 @@ fn proposal(chars: &[char], span: &Span) -> bool {
     }
     let before: String = chars[start..span.chars.start].iter().collect();
     let words = text::words(&before);
-    let tail = words[words.len().saturating_sub(4)..].join(" ");
-    PROPOSAL_CUES.iter().any(|cue| text::has_phrase(&tail, cue))
+    let tail = &words[words.len().saturating_sub(4)..];
+    PROPOSAL_CUES
+        .iter()
+        .any(|cue| text::holds_phrase(tail, cue))
 }
 
 /// The clause around char `at`: bounded by sentence ends, `;`, `:`, brackets, dashes, line

@@ -1,7 +1,7 @@
 //! The reply's form (honesty rule 7, spec 2.4–2.5): it starts with the answer, is plain prose,
 //! keeps doubt in `caveats`, and stays near the tier's word target.
 
-use super::text::{has_phrase, push, word_count, words};
+use super::text::{holds_phrase, push, word_count, words};
 use grove_common::catalog::EnvelopeCaps;
 use grove_common::schema::Violation;
 
@@ -72,7 +72,8 @@ pub fn reply(caps: &EnvelopeCaps, reply: &str, out: &mut Vec<Violation>) {
             format!("must be plain prose without markdown ({mark})"),
         );
     }
-    if let Some(h) = HEDGES.iter().find(|h| has_phrase(reply, h)) {
+    let reply_words = words(reply);
+    if let Some(h) = HEDGES.iter().find(|h| holds_phrase(&reply_words, h)) {
         push(
             out,
             "/reply",
