@@ -12,13 +12,18 @@
 //!   `{path, append}` pushes onto a list; `{path, prefix}` / `{path, suffix}` extend a string)
 //!   breaks `rule`, and a problem must be reported at a path starting with `expect`.
 //!
-//! No model is called: each answer stands for one model call.
+//! No real model is called. Each answer also runs through the engine a paid call takes
+//! ([`spend`]): the scripted model answers first with the corpus answer, then on a re-ask with the
+//! clean answer for the same caller, and the model calls the engine made are counted.
 
 use grove_common::catalog::{self, MODES, ModeId};
 use grove_common::{sandbox, schema::SchemaRegistry};
 use grove_worker::envelope::review;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+mod spend;
 
 /// One clean answer and the request it answers.
 #[derive(Clone, Debug)]
@@ -39,6 +44,10 @@ pub struct Outcome {
     pub problems: Vec<String>,
     /// Defects: a problem was reported at the expected path. Clean: no problem at all.
     pub as_expected: bool,
+    /// Model calls the engine made for this answer (see [`spend`]).
+    pub model_calls: usize,
+    /// The engine delivered an answer in the end (as written, repaired or re-asked).
+    pub delivered: bool,
 }
 
 /// Per-mode tallies for the table.
@@ -161,33 +170,29 @@ fn apply(doc: &mut Value, edit: &Value) -> Result<(), String> {
     }
 }
 
-/// Runs the whole corpus.
+/// One answer to judge: the clean answer it is written for and the answer itself.
+struct Case<'a> {
+    clean: &'a Clean,
+    id: String,
+    rule: String,
+    expect: Option<String>,
+    answer: Value,
+}
+
+/// Runs the whole corpus: each answer judged by [`review`], then run through the engine.
 pub fn run() -> Result<Vec<Outcome>, String> {
-    let schemas = SchemaRegistry::load().map_err(|e| e.to_string())?;
+    let schemas = Arc::new(SchemaRegistry::load().map_err(|e| e.to_string())?);
     let clean = clean_answers()?;
-    let judge = |c: &Clean, answer: Value| {
-        let mode = catalog::mode(c.mode);
-        let coach = catalog::coaches_offering(c.mode).next().map(|c| c.id);
-        let coach = coach.unwrap_or(catalog::CoachId::Mary);
-        let receipt = json!({"id": "eval", "url": "/api/v1/receipts/eval", "expires_at": null});
-        let response = &schemas.mode(c.mode).response;
-        review(response, coach, mode, &c.request, answer, (0, 0), receipt)
-            .problems
-            .into_iter()
-            .map(|p| format!("{} {}", p.path, p.message))
-            .collect::<Vec<String>>()
-    };
-    let mut out = Vec::new();
-    for c in &clean {
-        let problems = judge(c, c.answer.clone());
-        out.push(Outcome {
-            mode: c.mode,
+    let mut cases: Vec<Case> = clean
+        .iter()
+        .map(|c| Case {
+            clean: c,
             id: c.id.clone(),
             rule: String::new(),
-            as_expected: problems.is_empty(),
-            problems,
-        });
-    }
+            expect: None,
+            answer: c.answer.clone(),
+        })
+        .collect();
     for m in MODES.iter() {
         let file = dir().join(format!("defects/{}.json", m.id));
         for (i, d) in read(&file)?.into_iter().enumerate() {
@@ -205,18 +210,74 @@ pub fn run() -> Result<Vec<Outcome>, String> {
             for e in d["edits"].as_array().into_iter().flatten() {
                 apply(&mut answer, e).map_err(|e| format!("{}#{i} ({rule}): {e}", m.id))?;
             }
-            let expect = d["expect"].as_str().unwrap_or("/");
-            let problems = judge(c, answer);
-            out.push(Outcome {
-                mode: m.id,
+            cases.push(Case {
+                clean: c,
                 id: format!("{}#{i}", m.id),
                 rule: rule.to_owned(),
-                as_expected: problems.iter().any(|p| p.starts_with(expect)),
-                problems,
+                expect: Some(d["expect"].as_str().unwrap_or("/").to_owned()),
+                answer,
             });
         }
     }
-    Ok(out)
+    let coach_of = |mode: ModeId| {
+        catalog::coaches_offering(mode)
+            .next()
+            .map_or(catalog::CoachId::Mary, |c| c.id)
+    };
+    let judge = |c: &Clean, answer: Value| {
+        let receipt = json!({"id": "eval", "url": "/api/v1/receipts/eval", "expires_at": null});
+        let response = &schemas.mode(c.mode).response;
+        let mode = catalog::mode(c.mode);
+        review(
+            response,
+            coach_of(c.mode),
+            mode,
+            &c.request,
+            answer,
+            (0, 0),
+            receipt,
+        )
+        .problems
+        .into_iter()
+        .map(|p| format!("{} {}", p.path, p.message))
+        .collect::<Vec<String>>()
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("runtime: {e}"))?;
+    runtime.block_on(async {
+        let rig = spend::Rig::new(Arc::clone(&schemas)).await?;
+        let mut out = Vec::with_capacity(cases.len());
+        for case in cases {
+            let c = case.clean;
+            let problems = judge(c, case.answer.clone());
+            let as_expected = match &case.expect {
+                None => problems.is_empty(),
+                Some(expect) => problems.iter().any(|p| p.starts_with(expect.as_str())),
+            };
+            let spent = rig
+                .spend(
+                    coach_of(c.mode),
+                    c.mode,
+                    &c.request,
+                    case.answer,
+                    c.answer.clone(),
+                )
+                .await
+                .map_err(|e| format!("{}: {e}", case.id))?;
+            out.push(Outcome {
+                mode: c.mode,
+                id: case.id,
+                rule: case.rule,
+                problems,
+                as_expected,
+                model_calls: spent.model_calls,
+                delivered: spent.delivered,
+            });
+        }
+        Ok(out)
+    })
 }
 
 /// Per-mode tallies, in catalog order.
@@ -226,7 +287,7 @@ pub fn tally(outcomes: &[Outcome]) -> Vec<(ModeId, Tally)> {
         .map(|m| {
             let mut t = Tally::default();
             for o in outcomes.iter().filter(|o| o.mode == m.id) {
-                t.model_calls += 1;
+                t.model_calls += o.model_calls;
                 if o.rule.is_empty() {
                     t.clean += 1;
                     t.false_alarms += usize::from(!o.as_expected);

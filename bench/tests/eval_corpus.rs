@@ -1,6 +1,7 @@
 //! The evaluation corpus as a regression test: every clean answer (written for a distinct
 //! caller) is delivered, and every defective answer is refused at the path of the rule it
-//! breaks. `cargo run -p grove-bench --bin eval` prints the same run as a table.
+//! breaks, and each costs the model calls the engine should spend on it. `cargo run -p
+//! grove-bench --bin eval` prints the same run as a table.
 
 use grove_bench::eval::{run, tally};
 
@@ -13,6 +14,21 @@ fn every_defect_is_caught_and_no_clean_answer_is_refused() {
         .map(|o| format!("{} [{}]: {:?}", o.id, o.rule, o.problems))
         .collect();
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+
+    // On the engine a paid call runs: a clean answer costs one model call; a defect is repaired
+    // safely (one call) or fixed by one re-ask answered with the clean answer (two), and every
+    // call ends delivered.
+    for o in &outcomes {
+        let most = if o.rule.is_empty() { 1 } else { 2 };
+        assert!(
+            o.delivered && (1..=most).contains(&o.model_calls),
+            "{} [{}]: {} model calls, delivered: {}",
+            o.id,
+            o.rule,
+            o.model_calls,
+            o.delivered
+        );
+    }
 
     // The corpus keeps its promised size: 80+ defects across all 16 modes, 32+ clean answers
     // for distinct callers.

@@ -100,6 +100,7 @@ pub fn check(mode: &Mode, request: &Value, envelope: &Value) -> Vec<Violation> {
     let caller_text = coverage::caller_text(request);
     let cx = Ctx {
         envelope,
+        request,
         d,
         caller: &caller,
         pool: &pool,

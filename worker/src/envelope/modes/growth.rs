@@ -180,6 +180,7 @@ pub fn offer(cx: &Ctx, out: &mut Vec<Violation>) {
             "must state a time frame (\"in 8 weeks\", \"within 30 days\")",
         );
     }
+    guarantee_caveat(cx, out);
     distinct(
         items(d.get("inclusions")),
         None,
@@ -194,6 +195,60 @@ pub fn offer(cx: &Ctx, out: &mut Vec<Violation>) {
         "bonus",
         out,
     );
+}
+
+/// A caveat that tells the caller to check a guarantee holds one of these verbs ...
+const CHECK_WORDS: [&str; 6] = ["check", "confirm", "verify", "ask", "make sure", "consult"];
+/// ... and names the guarantee or who may forbid it.
+const GUARANTEE_TOPICS: [&str; 19] = [
+    "guarantee",
+    "guarantees",
+    "guaranteed",
+    "refund",
+    "refunds",
+    "allowed",
+    "permitted",
+    "law",
+    "laws",
+    "legal",
+    "lawyer",
+    "attorney",
+    "insurer",
+    "insurers",
+    "insurance",
+    "regulator",
+    "regulators",
+    "regulations",
+    "professional body",
+];
+
+/// "Never suggest guarantees the caller may not be allowed to give without a caveat saying to
+/// check" (prompt: design_offer). Whether a given guarantee is allowed depends on the caller's
+/// trade, country and insurer, which the checker cannot know, so every suggested guarantee needs
+/// the caveat. Exempt: no guarantee ("" or "No guarantee ..."), and the caller's own guarantee
+/// (`context.offer.guarantee`) restated, which the coach is not suggesting.
+fn guarantee_caveat(cx: &Ctx, out: &mut Vec<Violation>) {
+    let Some(guarantee) = text(cx.d, "guarantee") else {
+        return;
+    };
+    let g = guarantee.trim().to_lowercase();
+    let none = g.is_empty() || g.starts_with("no guarantee") || g.starts_with("none");
+    let callers = at(cx.request, "/context/offer/guarantee").is_some_and(|c| same(c, guarantee));
+    if none || callers {
+        return;
+    }
+    let caveated = items(cx.envelope.get("caveats"))
+        .iter()
+        .filter_map(Value::as_str)
+        .any(|c| has_any(c, &CHECK_WORDS) && has_any(c, &GUARANTEE_TOPICS));
+    if !caveated {
+        push(
+            out,
+            "/deliverable/guarantee",
+            "suggests a guarantee: add a caveat telling the caller to check they may give it \
+             (their insurer, professional body or local consumer law)",
+        );
+    }
 }
 
 /// Tier names that are metals or gems: allowed only when the caller uses them.

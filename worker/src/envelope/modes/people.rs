@@ -15,6 +15,9 @@ pub const STATUS_BANDS: [(&str, f64, f64); 4] = [
     ("strong", 75.0, 100.0),
 ];
 
+/// The highest `overall_score` an audit with a critical finding may give is below this.
+pub const CRITICAL_HOLDS_BELOW: f64 = 50.0;
+
 pub fn audit(cx: &Ctx, out: &mut Vec<Violation>) {
     let d = cx.d;
     let findings = items(d.get("findings"));
@@ -39,6 +42,23 @@ pub fn audit(cx: &Ctx, out: &mut Vec<Violation>) {
                 ),
             );
         }
+    }
+    // "any `critical` finding holds `overall_score` below 50" (prompt: audit_function). The
+    // status is the model's own label; a status that disagrees with its score is reported above.
+    let critical = findings
+        .iter()
+        .position(|f| text(f, "status") == Some("critical"));
+    if let (Some(i), Some(overall)) = (critical, d.get("overall_score").and_then(Value::as_f64))
+        && overall >= CRITICAL_HOLDS_BELOW
+    {
+        push(
+            out,
+            "/deliverable/overall_score",
+            format!(
+                "must be below {CRITICAL_HOLDS_BELOW}: findings/{i} is critical, and a critical \
+                 finding holds overall_score below {CRITICAL_HOLDS_BELOW}"
+            ),
+        );
     }
     if let Some(top) = text(d, "top_priority") {
         let words = content_words(top);

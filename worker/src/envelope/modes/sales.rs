@@ -2,7 +2,7 @@
 
 use super::shared::{Ctx, distinct};
 use crate::envelope::figures;
-use crate::envelope::text::{at, content_words, items, push, same, text, word_count};
+use crate::envelope::text::{at, content_words, has_phrase, items, push, same, text, word_count};
 use crate::envelope::trace::display;
 use grove_common::schema::Violation;
 
@@ -25,6 +25,11 @@ pub fn objections(cx: &Ctx, out: &mut Vec<Violation>) {
             }
             if let Some(why) = unspeakable(script) {
                 push(out, path, format!("must be speakable word for word: {why}"));
+            }
+        }
+        for field in ["response_script", "concession_allowed"] {
+            if let Some(s) = text(o, field) {
+                fake_deadline(cx, &format!("/deliverable/objections/{i}/{field}"), s, out);
             }
         }
         let at = format!("/deliverable/objections/{i}/concession_allowed");
@@ -50,6 +55,9 @@ pub fn objections(cx: &Ctx, out: &mut Vec<Violation>) {
             None => {}
         }
     }
+    if let Some(s) = text(d, "pre_empt") {
+        fake_deadline(cx, "/deliverable/pre_empt", s, out);
+    }
     let first = at(d, "/objections/0/objection");
     if let (Some(first), Some(top)) = (first, text(d, "most_expensive_objection"))
         && !same(first, top)
@@ -74,6 +82,85 @@ pub fn objections(cx: &Ctx, out: &mut Vec<Violation>) {
         "disqualifier",
         out,
     );
+}
+
+/// Urgency a seller manufactures, as whole-word phrases (prompt: handle_objections, "Scripts are
+/// honest: no fake deadlines"). Chosen to be precise rather than broad: pressure formulas
+/// ("last chance", "today only", "act now"), a count of places running out ("spots left"),
+/// a limit on validity ("only until", "valid until", "by midnight"), and a commercial term
+/// ([`DEADLINE_SUBJECTS`]) followed by a verb of ending or rising ([`DEADLINE_VERBS`]):
+/// "the offer ends Friday", "this price expires", "the rate goes up". Left out on purpose, since
+/// honest scripts use them: the bare words "deadline" ("a filing deadline"), "expires" and
+/// "ends" ("when your contract ends"), "today" and weekday names.
+const URGENCY: [&str; 22] = [
+    "last chance",
+    "limited time",
+    "today only",
+    "only today",
+    "tonight only",
+    "this week only",
+    "only this week",
+    "this month only",
+    "act now",
+    "act fast",
+    "while it lasts",
+    "while stocks last",
+    "won't last",
+    "before it's gone",
+    "before they're gone",
+    "spots left",
+    "places left",
+    "slots left",
+    "only until",
+    "valid until",
+    "by midnight",
+    "before midnight",
+];
+const DEADLINE_SUBJECTS: [&str; 10] = [
+    "offer",
+    "deal",
+    "discount",
+    "price",
+    "pricing",
+    "rate",
+    "promotion",
+    "promo",
+    "quote",
+    "special",
+];
+const DEADLINE_VERBS: [&str; 10] = [
+    "ends",
+    "expires",
+    "expire",
+    "runs out",
+    "goes up",
+    "go up",
+    "increases",
+    "is only valid",
+    "is only good",
+    "closes",
+];
+
+/// A deadline in `s` the caller did not give: the same phrase in the caller's own words (a
+/// promotion they run, a price rise they announced) makes it theirs, not fake.
+fn fake_deadline(cx: &Ctx, path: &str, s: &str, out: &mut Vec<Violation>) {
+    let subject_verb = DEADLINE_SUBJECTS
+        .iter()
+        .flat_map(|n| DEADLINE_VERBS.iter().map(move |v| format!("{n} {v}")));
+    let found = URGENCY
+        .iter()
+        .map(|p| (*p).to_owned())
+        .chain(subject_verb)
+        .find(|p| has_phrase(s, p) && !has_phrase(cx.caller_text, p));
+    if let Some(p) = found {
+        push(
+            out,
+            path,
+            format!(
+                "must be honest: \"{p}\" is a deadline the caller did not give (no fake deadlines)"
+            ),
+        );
+    }
 }
 
 /// Why a script cannot be read out as written: brackets (placeholders, asides) or a list.

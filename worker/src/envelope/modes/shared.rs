@@ -11,6 +11,8 @@ use serde_json::Value;
 /// What a mode's rules may look at besides the deliverable.
 pub struct Ctx<'a> {
     pub envelope: &'a Value,
+    /// The paid request as the caller sent it.
+    pub request: &'a Value,
     pub d: &'a Value,
     /// The caller's figures (context and user messages).
     pub caller: &'a [Figure],

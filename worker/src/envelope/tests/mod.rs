@@ -6,6 +6,7 @@ mod coverage;
 mod honesty;
 mod modes;
 mod modes_ops;
+mod prompt_rules;
 mod rules;
 mod samples;
 mod schemas;
