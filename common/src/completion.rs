@@ -18,10 +18,13 @@ use std::{
 use tokio::sync::Notify;
 use uuid::Uuid;
 
-/// The waiters of each call, by call id; each waiter holds its own `Notify`.
+/// A call's waiters: each one's token and its own `Notify`.
+type CallWaiters = Vec<(u64, Arc<Notify>)>;
+
+/// The waiters of each call, by call id.
 #[derive(Default)]
 struct Waiters {
-    by_call: Mutex<HashMap<Uuid, Vec<(u64, Arc<Notify>)>>>,
+    by_call: Mutex<HashMap<Uuid, CallWaiters>>,
     next: std::sync::atomic::AtomicU64,
 }
 
