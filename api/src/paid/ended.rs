@@ -8,7 +8,10 @@ use crate::{
     x402::{facilitator::SettleResponse, payment::VerifiedPayment},
 };
 use grove_common::{
-    db::{calls, entities::call},
+    db::{
+        calls,
+        entities::{call, result},
+    },
     receipt,
     x402::{NETWORK_V1, NETWORK_V2},
 };
@@ -39,6 +42,8 @@ pub(super) enum Ended {
         call: call::Model,
         replay: bool,
         transaction: Option<String>,
+        /// The stored result, when the wait already read it.
+        result: Option<Box<result::Model>>,
     },
     /// Paid for, and the work failed (the identical retry re-runs it free).
     Failed(call::Model, String),
@@ -60,10 +65,11 @@ impl Ended {
         transaction: Option<String>,
     ) -> Self {
         match (waited, repeat) {
-            (Outcome::Completed, replay) => Ended::Done {
+            (Outcome::Completed(result), replay) => Ended::Done {
                 call,
                 replay,
                 transaction,
+                result,
             },
             (Outcome::Failed(why), _) => Ended::Failed(call, why),
             (Outcome::Unpaid(code), _) => Ended::Unpaid(code),
@@ -83,12 +89,13 @@ pub(super) async fn deliver(
     ended: Ended,
 ) -> Result<Delivery, ApiError> {
     let receipt_of = |call: &call::Model| receipt::json(&call.receipt_id, call.created_at);
-    let (call, replay, transaction) = match ended {
+    let (call, replay, transaction, result) = match ended {
         Ended::Done {
             call,
             replay,
             transaction,
-        } => (call, replay, transaction),
+            result,
+        } => (call, replay, transaction, result),
         Ended::Failed(call, why) => {
             state.metrics.call_outcome(mode, "upstream_failed");
             tracing::warn!(call_id = %call.id, reason = %why, "paid call failed after settlement");
@@ -120,9 +127,12 @@ pub(super) async fn deliver(
             });
         }
     };
-    let result = calls::load_result(&state.db, call.id)
-        .await?
-        .ok_or_else(|| ApiError::internal("completed call has no result"))?;
+    let result = match result {
+        Some(r) => *r,
+        None => calls::load_result(&state.db, call.id)
+            .await?
+            .ok_or_else(|| ApiError::internal("completed call has no result"))?,
+    };
     // The transaction reconciliation (or an earlier request) recorded, unless this request's
     // own settlement named it.
     let transaction = match transaction {

@@ -73,7 +73,7 @@ pub(super) async fn repeat(
         .await?
         .ok_or_else(|| ApiError::internal("idempotency record points at no call"))?;
     let waited = match call.status.as_str() {
-        status::COMPLETED => Outcome::Completed,
+        status::COMPLETED => Outcome::Completed(None),
         status::UNPAID => Outcome::Unpaid(wait::unpaid_code(call.error.clone())),
         _ => {
             // Paid for and failed: run it again at no charge. The reopen checks the payment in

@@ -4,7 +4,7 @@
 use crate::x402::challenge::codes;
 use grove_common::{
     completion::{Completions, Waiter},
-    db::{calls, calls::status},
+    db::{calls, calls::status, entities::result},
 };
 use sea_orm::{DatabaseConnection, DbErr};
 use std::time::Duration;
@@ -12,7 +12,8 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 pub enum Outcome {
-    Completed,
+    /// With its stored result when the look that found it read it (saves reading it again).
+    Completed(Option<Box<result::Model>>),
     Failed(String),
     /// Nothing was bought; carries the call's code (`unpaid_code`).
     Unpaid(String),
@@ -36,8 +37,13 @@ pub fn unpaid_code(error: Option<String>) -> String {
 
 /// One look at the call: its final outcome, or `Err(settling)` while it is not final.
 async fn look(db: &DatabaseConnection, call_id: Uuid) -> Result<Result<Outcome, bool>, DbErr> {
+    // A result exists only for a completed call (they are stored in one transaction), and a
+    // woken waiter usually finds one: read it first, so the common case is one query.
+    if let Some(result) = calls::load_result(db, call_id).await? {
+        return Ok(Ok(Outcome::Completed(Some(Box::new(result)))));
+    }
     Ok(match calls::load(db, call_id).await? {
-        Some(c) if c.status == status::COMPLETED => Ok(Outcome::Completed),
+        Some(c) if c.status == status::COMPLETED => Ok(Outcome::Completed(None)),
         Some(c) if c.status == status::FAILED => Ok(Outcome::Failed(c.error.unwrap_or_default())),
         Some(c) if c.status == status::UNPAID => Ok(Outcome::Unpaid(unpaid_code(c.error))),
         Some(c) => Err(c.status == status::SETTLING),
