@@ -17,6 +17,9 @@ use grove_common::{
 };
 use sea_orm::DbErr;
 use serde_json::{Value, json};
+use std::time::Duration;
+
+const KEYLESS_WINDOW: Duration = Duration::from_secs(10 * 60);
 
 pub struct CoachingCall {
     coach: &'static Coach,
@@ -71,6 +74,12 @@ impl CoachingCall {
 impl Product for CoachingCall {
     fn kind(&self) -> Kind {
         Kind::Coaching
+    }
+
+    /// Ten minutes, so that a plain retry is safe (interface spec, "idempotency window
+    /// without key").
+    fn keyless_window(&self) -> Duration {
+        KEYLESS_WINDOW
     }
 
     fn labels(&self) -> Labels {
