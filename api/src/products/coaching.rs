@@ -24,7 +24,8 @@ const KEYLESS_WINDOW: Duration = Duration::from_secs(10 * 60);
 pub struct CoachingCall {
     coach: &'static Coach,
     mode: &'static Mode,
-    /// The validated request as the call stores it (the worker reads it back as its type).
+    /// The validated request as the call stores it. The gate needs only this JSON (to store and
+    /// fingerprint); the worker reads it back into `CoachingRequest` (`requests::from_stored`).
     body: Value,
 }
 
