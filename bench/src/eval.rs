@@ -17,6 +17,7 @@
 //! clean answer for the same caller, and the model calls the engine made are counted.
 
 use grove_common::catalog::{self, MODES, ModeId};
+use grove_common::requests::{self, CoachingRequest};
 use grove_common::{sandbox, schema::SchemaRegistry};
 use grove_worker::envelope::review;
 use serde_json::{Value, json};
@@ -30,7 +31,8 @@ mod spend;
 pub struct Clean {
     pub id: String,
     pub mode: ModeId,
-    pub request: Value,
+    /// As the worker reads it back from its call.
+    pub request: CoachingRequest,
     pub answer: Value,
 }
 
@@ -99,8 +101,8 @@ pub fn clean_answers() -> Result<Vec<Clean>, String> {
         out.push(Clean {
             id: format!("sandbox/{}", m.id),
             mode: m.id,
-            request: json!({"mode": m.id, "context": c["context"],
-                "messages": [{"role": "user", "content": c["message"]}]}),
+            request: typed(json!({"mode": m.id, "context": c["context"],
+                "messages": [{"role": "user", "content": c["message"]}]}))?,
             answer,
         });
         for case in read(&dir().join(format!("clean/{}.json", m.id)))? {
@@ -110,12 +112,18 @@ pub fn clean_answers() -> Result<Vec<Clean>, String> {
             out.push(Clean {
                 id: id.to_owned(),
                 mode: m.id,
-                request,
+                request: typed(request).map_err(|e| format!("{id}: {e}"))?,
                 answer: case["answer"].clone(),
             });
         }
     }
     Ok(out)
+}
+
+/// A corpus request as the coaching engine gets it: read into its type.
+fn typed(body: Value) -> Result<CoachingRequest, String> {
+    requests::from_stored(&body)
+        .map_err(|e| format!("request does not read as a coaching request: {e}"))
 }
 
 /// Applies one edit of a defect file.

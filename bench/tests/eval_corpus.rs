@@ -50,7 +50,7 @@ fn every_clean_answer_is_written_for_a_different_caller() {
     let clean = grove_bench::eval::clean_answers().expect("the corpus loads");
     let mut messages: Vec<String> = clean
         .iter()
-        .map(|c| c.request["messages"].to_string())
+        .map(|c| format!("{:?}", c.request.messages))
         .collect();
     messages.sort();
     messages.dedup();

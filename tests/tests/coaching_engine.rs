@@ -318,3 +318,20 @@ async fn one_deadline_bounds_the_call_below_call_deadline_s() {
         "two attempts fitted, the policy allowed four"
     );
 }
+
+#[tokio::test]
+async fn a_stored_body_that_does_not_read_back_fails_the_call_without_asking_the_model() {
+    // The worker reads the stored body into its type once, before any prompt is built: a body
+    // the type refuses (here a turn whose role is neither user nor assistant) fails the call
+    // with the reason, and no model call is paid for.
+    let rig = rig(Duration::from_secs(20)).await;
+    let mut call = paid_call(&rig.db, "mary", "diagnose_growth").await;
+    call.request["messages"][0]["role"] = json!("system");
+    let outcome = rig.engine.answer(&rig.db, &call).await.expect("db");
+    let reason = failed(outcome);
+    assert!(
+        reason.starts_with("call record's request does not read back"),
+        "{reason}"
+    );
+    assert_eq!(rig.llm.received(), 0);
+}

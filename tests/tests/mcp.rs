@@ -1,6 +1,6 @@
 //! Grove as MCP tools (issue 13), seen by an off-the-shelf client (PyPI `mcp`): both protocol
-//! versions, the tool list against the catalog and the published schemas, the resources, and free
-//! sandbox answers. Paying is `mcp_paid.rs`.
+//! versions, GET and DELETE refused with 405, the tool list against the catalog and the published
+//! schemas, the resources, and free sandbox answers. Paying is `mcp_paid.rs`.
 
 use grove_common::catalog::{self, MODES, REVIEW_REQUEST};
 use grove_tests::{
@@ -65,6 +65,36 @@ async fn a_client_connects_with_the_current_protocol_and_with_legacy_initialize(
     assert_eq!(public.status(), 200);
     let other = post(Some("attacker.example")).await.expect("reaches /mcp");
     assert_eq!(other.status(), 403);
+}
+
+#[tokio::test]
+async fn get_and_delete_answer_405_since_there_is_no_stream_and_no_session() {
+    // Streamable HTTP: a server answers GET with an event stream or 405, and may answer DELETE
+    // (ending a session) with 405. Grove has no stream (it sends nothing unasked) and no sessions
+    // (stateless), so both are 405 and name POST as the one method. Plain HTTP: no client needed.
+    let rig = rig().await;
+    let url = rig.app.url("/mcp");
+    let get = rig
+        .app
+        .client
+        .get(&url)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .expect("reaches /mcp");
+    let delete = rig
+        .app
+        .client
+        .delete(&url)
+        .header("mcp-session-id", "any")
+        .send()
+        .await
+        .expect("reaches /mcp");
+    for (method, r) in [("GET", get), ("DELETE", delete)] {
+        assert_eq!(r.status(), 405, "{method}");
+        assert_eq!(r.headers()["allow"], "POST", "{method}");
+        assert!(r.headers().get("mcp-session-id").is_none(), "{method}");
+    }
 }
 
 #[tokio::test]

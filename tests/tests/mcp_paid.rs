@@ -83,6 +83,64 @@ async fn an_unpaid_call_gets_the_requirements_and_a_signed_payment_buys_the_answ
 }
 
 #[tokio::test]
+async fn an_explicit_key_replays_its_call_and_refuses_other_arguments_without_charging() {
+    let Some(python) = mcp::python() else { return };
+    let rig = rig().await;
+    let mut keyless = tool_arguments(&caller_body("design_offer"));
+    keyless["coach"] = json!(
+        catalog::coaches_offering(catalog::ModeId::DesignOffer)
+            .next()
+            .expect("a coach")
+            .id
+            .as_str()
+    );
+    let mut keyed = keyless.clone();
+    keyed["idempotency_key"] = json!("order-1");
+    let mut other = keyed.clone();
+    other["messages"][0]["content"] = json!("A different question entirely, with 12 leads.");
+    let tool = "design_offer";
+    let report = mcp::run(
+        &python,
+        &rig.app.url("/mcp"),
+        "auto",
+        vec![
+            // The requirements to sign come from an unpaid call.
+            call(tool, keyed.clone(), "none"),
+            call(tool, keyed.clone(), "sign"),
+            // The same key and arguments with a new authorization: the stored answer.
+            call(tool, keyed, "sign"),
+            // The same key on other arguments: refused, and nothing is charged.
+            call(tool, other, "sign"),
+            // The same arguments without the key: keyed and keyless scopes are separate.
+            call(tool, keyless, "sign"),
+        ],
+    )
+    .await;
+    let r = &report["results"];
+    assert_payment_required(&r[0], tool, "250000", "payment_required");
+    assert_answer_matches(&r[1], "design_offer/response.json");
+    assert!(r[1]["meta"].get("grove/idempotent-replay").is_none());
+
+    assert_eq!(r[2]["structured"], r[1]["structured"], "the stored answer");
+    assert_eq!(r[2]["meta"]["grove/idempotent-replay"], true);
+    assert_eq!(r[2]["meta"]["x402/payment-response"]["success"], true);
+    assert_eq!(rig.facilitator.requests_for_nonce(&nonce_sent(&r[2])), 0);
+
+    assert_refused(&r[3], "idempotency_key_reused");
+    assert_eq!(rig.facilitator.requests_for_nonce(&nonce_sent(&r[3])), 0);
+
+    assert_answer_matches(&r[4], "design_offer/response.json");
+    assert!(r[4]["meta"].get("grove/idempotent-replay").is_none());
+
+    assert_eq!(
+        rig.facilitator.settle_calls(),
+        2,
+        "the keyed call and the keyless one"
+    );
+    assert_eq!(rig.llm.received(), 2, "one model call each");
+}
+
+#[tokio::test]
 async fn a_forged_payment_is_refused_with_the_requirements_and_charges_nothing() {
     let Some(python) = mcp::python() else { return };
     let rig = rig().await;

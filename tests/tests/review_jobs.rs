@@ -15,7 +15,7 @@ use grove_common::{
     },
     jobs::{ReviewJob, ReviewStep},
     queue::JobQueue,
-    review::ReviewStatus,
+    review::{MessageStatus, ReviewStatus},
 };
 use grove_tests::{
     TestDb,
@@ -58,7 +58,7 @@ impl SmsProvider for HeldProvider {
         self.release.notified().await;
         Ok(SentSms {
             provider_id: format!("SMheld{n}"),
-            status: "queued".into(),
+            status: MessageStatus::Queued,
             segments: Some(1),
         })
     }
@@ -264,7 +264,7 @@ async fn an_abandoned_attempt_ends_as_unknown_and_is_never_resent() {
         .expect("message");
     let history = msg.status_history.to_string();
     assert_eq!(
-        history.matches(reviews::UNKNOWN).count(),
+        history.matches(MessageStatus::Unknown.as_str()).count(),
         1,
         "the unknown outcome is recorded on the message once: {history}"
     );

@@ -195,6 +195,8 @@ async fn retries_never_send_twice_but_a_distinct_key_sends_again() {
     assert_eq!(again.headers()["idempotent-replay"], "true");
     let keyless_a = rig.pay_and_call(PATH, &body, None).await;
     assert_eq!(keyless_a.status(), 200);
+    // Past the keyless window of a coaching call (10 minutes): an action's is the keyed one.
+    rig.clock.set(rig.clock.now() + Days::minutes(11));
     let keyless_b = rig.pay_and_call(PATH, &body, None).await;
     assert_eq!(
         keyless_b.headers()["idempotent-replay"],

@@ -13,7 +13,7 @@ use grove_common::{
     db::reviews,
     jobs::{ReviewJob, ReviewStep},
     queue::JobQueue,
-    review::ReviewStatus,
+    review::{MessageStatus, ReviewStatus},
 };
 use grove_tests::{
     BASE_URL, TestApp, TestDb, default_env,
@@ -109,7 +109,7 @@ impl Rig {
         .expect("json")
     }
 
-    async fn message_status(&self) -> String {
+    async fn message_status(&self) -> MessageStatus {
         reviews::message(&self.deps.db, &self.review_id, "initial")
             .await
             .expect("load")
@@ -163,7 +163,7 @@ async fn unknown_then_delivered(reply: TwilioReply) {
     rig.send().await;
     assert_eq!(rig.twilio.sends(), 1, "one provider call, never retried");
     assert_eq!(rig.status().await, ReviewStatus::Failed);
-    assert_eq!(rig.message_status().await, reviews::UNKNOWN);
+    assert_eq!(rig.message_status().await, MessageStatus::Unknown);
     let events = rig.events().await;
     assert_eq!(
         events.matches("send_outcome_unknown").count(),
@@ -184,7 +184,7 @@ async fn unknown_then_delivered(reply: TwilioReply) {
         .unwrap_or_else(message_sid);
     let api = rig.api().await;
     assert_eq!(rig.report(&api, &sid, "delivered").await, 200);
-    assert_eq!(rig.message_status().await, "delivered");
+    assert_eq!(rig.message_status().await, MessageStatus::Delivered);
     assert_eq!(rig.status().await, ReviewStatus::FollowUpScheduled);
     let events = rig.events().await;
     for kind in ["provider_reported_after_unknown", "send_outcome_recovered"] {
@@ -210,7 +210,7 @@ async fn a_definite_refusal_is_a_plain_failure() {
     rig.send().await;
     assert_eq!(rig.twilio.sends(), 1);
     assert_eq!(rig.status().await, ReviewStatus::Failed);
-    assert_eq!(rig.message_status().await, "failed");
+    assert_eq!(rig.message_status().await, MessageStatus::Failed);
     let events = rig.events().await;
     assert!(events.contains("provider_error"), "{events}");
     assert!(!events.contains("send_outcome_unknown"), "{events}");

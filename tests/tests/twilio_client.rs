@@ -5,7 +5,10 @@
 #[path = "twilio_client/logs.rs"]
 mod logs;
 
-use grove_common::config::{Config, Secret};
+use grove_common::{
+    config::{Config, Secret},
+    review::MessageStatus,
+};
 use grove_tests::twilio::{
     ACCOUNT_SID, AUTH_TOKEN, FROM, FakeTwilio, MESSAGING_SERVICE_SID, TwilioReply,
 };
@@ -76,7 +79,7 @@ async fn a_queued_send_posts_exactly_the_expected_form_with_basic_auth() {
 
     assert_eq!(Some(&sent.provider_id), request.sid.as_ref());
     assert!(sent.provider_id.starts_with("SM") && sent.provider_id.len() == 34);
-    assert_eq!(sent.status, "queued");
+    assert_eq!(sent.status, MessageStatus::Queued);
     assert_eq!(sent.segments, Some(1));
 }
 
@@ -302,7 +305,7 @@ async fn the_outbox_sends_nothing_and_never_logs_the_full_number() {
 
     let sent = outbox.send(&sms()).await.expect("logged");
     assert!(sent.provider_id.starts_with("OB") && sent.provider_id.len() == 34);
-    assert_eq!(sent.status, "sent");
+    assert_eq!(sent.status, MessageStatus::Sent);
     assert_eq!(fake.sends(), 0);
     logs.assert_clean("+1***0142", &["3055550142", AUTH_TOKEN]);
     assert!(logs.text().contains(&sent.provider_id));

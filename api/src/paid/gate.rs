@@ -68,7 +68,7 @@ pub async fn purchase(
     let canonical = idempotency::canonical(body);
     let path = terms.offer.path.as_str();
     let scope = idempotency::scope(
-        product.kind(),
+        product.keyless_window(),
         payment.payer,
         path,
         &canonical,

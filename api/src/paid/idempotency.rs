@@ -6,7 +6,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::time::Duration;
 
-/// What kind of paid work a request buys; it fixes the keyless window.
+/// What kind of paid work a request buys, as its call records it (`calls.kind`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Coaching,
@@ -36,14 +36,13 @@ pub struct Scope {
     pub window: Duration,
 }
 
-const KEYED_WINDOW: Duration = Duration::from_secs(24 * 3600);
-const COACHING_KEYLESS_WINDOW: Duration = Duration::from_secs(10 * 60);
-/// A keyless action retry must never send a second SMS, so its window is the keyed one.
-const ACTION_KEYLESS_WINDOW: Duration = KEYED_WINDOW;
+/// How long an explicit key answers for its request, whatever the product.
+pub const KEYED_WINDOW: Duration = Duration::from_secs(24 * 3600);
 
-/// Keyed and keyless scopes carry different prefixes, so one never answers the other.
+/// Keyed and keyless scopes carry different prefixes, so one never answers the other. A keyed
+/// scope lasts `KEYED_WINDOW`; a keyless one lasts the product's `keyless_window`.
 pub fn scope(
-    kind: Kind,
+    keyless_window: Duration,
     payer: Address,
     path: &str,
     canonical_body: &str,
@@ -57,10 +56,7 @@ pub fn scope(
         },
         None => Scope {
             key: format!("body:{}", sha256_hex(&[&payer, path, canonical_body])),
-            window: match kind {
-                Kind::Coaching => COACHING_KEYLESS_WINDOW,
-                Kind::ReviewRequest => ACTION_KEYLESS_WINDOW,
-            },
+            window: keyless_window,
         },
     }
 }
@@ -138,18 +134,15 @@ mod tests {
             .parse()
             .unwrap();
         let key = IdempotencyKey::parse(b"k1").unwrap();
-        let keyed = scope(Kind::Coaching, payer, "/p", "{}", Some(&key));
-        let keyless = scope(Kind::Coaching, payer, "/p", "{}", None);
+        let keyless_window = Duration::from_secs(600);
+        let keyed = scope(keyless_window, payer, "/p", "{}", Some(&key));
+        let keyless = scope(keyless_window, payer, "/p", "{}", None);
         assert_ne!(keyed.key, keyless.key);
         assert_eq!(keyed.window, Duration::from_secs(86_400));
-        assert_eq!(keyless.window, Duration::from_secs(600));
+        assert_eq!(keyless.window, keyless_window);
         assert_ne!(
             keyless.key,
-            scope(Kind::Coaching, other, "/p", "{}", None).key
-        );
-        assert_eq!(
-            scope(Kind::ReviewRequest, payer, "/p", "{}", None).window,
-            Duration::from_secs(86_400)
+            scope(keyless_window, other, "/p", "{}", None).key
         );
     }
 }

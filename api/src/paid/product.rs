@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use grove_common::{db::entities::call, jobs::Job, schema::SchemaRegistry};
 use sea_orm::DbErr;
 use serde_json::Value;
+use std::time::Duration;
 use uuid::Uuid;
 
 /// What the call record says the call is for (the coach and mode of a coaching call).
@@ -28,8 +29,12 @@ pub struct NotSold {
 
 #[async_trait]
 pub trait Product: Send + Sync {
-    /// The kind of work, recorded on the call; it fixes the keyless idempotency window.
+    /// The kind of work, recorded on the call.
     fn kind(&self) -> Kind;
+
+    /// How long an identical request without an idempotency key replays the first answer
+    /// instead of buying again (a keyed request always gets `idempotency::KEYED_WINDOW`).
+    fn keyless_window(&self) -> Duration;
 
     /// The call's labels, for its record and for metrics.
     fn labels(&self) -> Labels {

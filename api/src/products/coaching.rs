@@ -17,11 +17,15 @@ use grove_common::{
 };
 use sea_orm::DbErr;
 use serde_json::{Value, json};
+use std::time::Duration;
+
+const KEYLESS_WINDOW: Duration = Duration::from_secs(10 * 60);
 
 pub struct CoachingCall {
     coach: &'static Coach,
     mode: &'static Mode,
-    /// The validated request as the call stores it (the worker reads it back as its type).
+    /// The validated request as the call stores it. The gate needs only this JSON (to store and
+    /// fingerprint); the worker reads it back into `CoachingRequest` (`requests::from_stored`).
     body: Value,
 }
 
@@ -71,6 +75,12 @@ impl CoachingCall {
 impl Product for CoachingCall {
     fn kind(&self) -> Kind {
         Kind::Coaching
+    }
+
+    /// Ten minutes, so that a plain retry is safe (interface spec, "idempotency window
+    /// without key").
+    fn keyless_window(&self) -> Duration {
+        KEYLESS_WINDOW
     }
 
     fn labels(&self) -> Labels {

@@ -4,7 +4,7 @@
 use super::StoredCallError;
 use crate::{
     error::ApiError,
-    paid::{Kind, NotSold, Product},
+    paid::{Kind, NotSold, Product, idempotency::KEYED_WINDOW},
     review::plan,
     state::AppState,
     x402::challenge::Offer,
@@ -22,6 +22,7 @@ use grove_common::{
 };
 use sea_orm::DbErr;
 use serde_json::{Value, json};
+use std::time::Duration;
 use uuid::Uuid;
 
 pub struct ReviewPurchase {
@@ -49,6 +50,11 @@ impl ReviewPurchase {
 impl Product for ReviewPurchase {
     fn kind(&self) -> Kind {
         Kind::ReviewRequest
+    }
+
+    /// A keyless retry must never send a second SMS, so its window is the keyed one.
+    fn keyless_window(&self) -> Duration {
+        KEYED_WINDOW
     }
 
     fn offer<'s>(&self, schemas: &'s SchemaRegistry) -> Offer<'s> {

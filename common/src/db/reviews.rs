@@ -15,12 +15,10 @@ mod attempt;
 pub mod lifecycle;
 mod messages;
 pub use attempt::{
-    ATTEMPT_HEARTBEAT, ATTEMPT_STALE_AFTER, ATTEMPTING, Attempt, CALLBACK_MESSAGE_PARAM,
-    NewMessage, UNKNOWN, begin_attempt, callback_url, in_flight, touch_attempt,
+    ATTEMPT_HEARTBEAT, ATTEMPT_STALE_AFTER, Attempt, CALLBACK_MESSAGE_PARAM, NewMessage,
+    begin_attempt, callback_url, in_flight, touch_attempt,
 };
-pub use messages::{
-    message, message_by_id, message_by_provider_id, message_rank, message_status, messages,
-};
+pub use messages::{message, message_by_id, message_by_provider_id, message_status, messages};
 
 /// The states' texts, as the published schemas list them. The states themselves are
 /// [`ReviewStatus`]; code compares and stores those.

@@ -1,7 +1,10 @@
 //! Paid request bodies as types. A body is checked first against its published JSON Schema (and,
 //! for the review request, the rules a schema cannot state), so that one answer names every
-//! problem; what passes is deserialised here once, and from then on travels as this type: through
-//! the payment gate, into the call record (`calls.request`), and back out of it in the worker.
+//! problem; what passes is deserialised here once. The route holds the type; the payment gate
+//! needs only the JSON it stores in the call record (`calls.request`) and fingerprints, written
+//! from the type; whoever works the call reads that JSON back into the type once, with
+//! [`from_stored`] (the coaching worker, and the review product when a settlement is learned
+//! later), and passes the type on.
 //!
 //! Serialising a body gives back the JSON the client sent, up to the order of keys (timestamps
 //! keep their spelling, numbers their representation), so the idempotency fingerprint of a typed

@@ -7,6 +7,7 @@ pub mod encoding;
 pub mod keywords;
 pub mod links;
 pub mod message;
+pub mod message_status;
 pub mod phone;
 pub mod quiet_hours;
 pub mod status;
@@ -16,6 +17,7 @@ pub use encoding::Encoding;
 pub use keywords::{Keyword, classify, reads_as_opt_out};
 pub use links::check_review_url;
 pub use message::{Rendered, render, render_follow_up};
+pub use message_status::MessageStatus;
 pub use phone::{UsPhone, state_for_area_code, us_state};
 pub use quiet_hours::{
     Opening, next_opening, next_opening_all, parse_zone, recipient_state, recipient_states,

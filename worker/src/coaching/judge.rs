@@ -4,6 +4,7 @@
 use crate::envelope::{self, Repair};
 use crate::llm::Usage;
 use grove_common::catalog::{CoachId, Mode};
+use grove_common::requests::CoachingRequest;
 use grove_common::schema::{SchemaDoc, Violation};
 use serde_json::Value;
 
@@ -21,7 +22,7 @@ pub(super) enum Verdict {
 pub(super) struct Judge<'a> {
     pub coach: CoachId,
     pub mode: &'static Mode,
-    pub request: &'a Value,
+    pub request: &'a CoachingRequest,
     pub response: &'a SchemaDoc,
     pub receipt: &'a Value,
 }

@@ -17,6 +17,7 @@ use grove_common::{
     config::LlmProviderKind,
     db::{calls, entities::call},
     receipt,
+    requests::{self, CoachingRequest},
     schema::SchemaRegistry,
 };
 use judge::{Judge, Verdict};
@@ -106,7 +107,16 @@ impl Engine {
             });
         };
         let (coach, mode) = (catalog::coach(coach), catalog::mode(mode));
-        let request = &call.request;
+        // The API stored the typed body; it is read back once, and travels typed from here.
+        let request: CoachingRequest = match requests::from_stored(&call.request) {
+            Ok(r) => r,
+            Err(e) => {
+                return Ok(Outcome::Failed {
+                    reason: format!("call record's request does not read back: {e}"),
+                });
+            }
+        };
+        let request = &request;
         let missing = envelope::missing_recommended(mode, request);
         let ceiling = envelope::confidence_ceiling(mode, request);
         let (mut system, conversation) = prompts::build(coach, mode, request, &missing, ceiling);

@@ -6,6 +6,7 @@
 use super::coverage::{self, Confidence};
 use super::schema::MODEL_GAPS_MAX;
 use grove_common::catalog::{CoachId, Mode, ModeId};
+use grove_common::requests::CoachingRequest;
 use grove_common::schema::SchemaRegistry;
 use serde_json::{Map, Value};
 use std::sync::OnceLock;
@@ -30,7 +31,7 @@ pub const ENVELOPE_ORDER: [&str; 11] = [
 pub fn assemble(
     coach_id: CoachId,
     mode: &Mode,
-    request: &Value,
+    request: &CoachingRequest,
     model_output: Value,
     usage: (u64, u64),
     receipt: Value,

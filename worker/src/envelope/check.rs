@@ -7,12 +7,13 @@ use super::prose::{self, Pool};
 use super::text::{items, push, sentences, strings};
 use super::{coverage, style, trace};
 use grove_common::catalog::Mode;
+use grove_common::requests::CoachingRequest;
 use grove_common::schema::Violation;
 use serde_json::Value;
 
 /// Every rule violation in `envelope`, each with a JSON pointer and a short rule. Empty means the
 /// envelope may be delivered (once the published schema also passes).
-pub fn check(mode: &Mode, request: &Value, envelope: &Value) -> Vec<Violation> {
+pub fn check(mode: &Mode, request: &CoachingRequest, envelope: &Value) -> Vec<Violation> {
     let caps = mode.tier.caps();
     let mut out = Vec::new();
 

@@ -4,6 +4,7 @@
 use super::facts;
 use super::figures::{self, Figure};
 use grove_common::catalog::Mode;
+use grove_common::requests::{CoachingRequest, Role};
 use serde_json::Value;
 
 /// `thinking.confidence`, ordered so that a ceiling is a plain `min`.
@@ -37,8 +38,9 @@ impl Confidence {
 /// The mode's recommended context fields (dotted, catalog order) that the request does not give:
 /// absent, null, or blank in `context` (an empty list or object counts as not given either) and
 /// not stated unambiguously in the caller's own messages ([`facts`]).
-pub fn missing_recommended(mode: &Mode, request: &Value) -> Vec<&'static str> {
-    let context = request.get("context");
+pub fn missing_recommended(mode: &Mode, request: &CoachingRequest) -> Vec<&'static str> {
+    let context = context_tree(request);
+    let context = context.as_ref();
     let stated = facts::stated_fields(user_messages(request));
     mode.recommended_context
         .iter()
@@ -54,6 +56,15 @@ pub fn missing_recommended(mode: &Mode, request: &Value) -> Vec<&'static str> {
         .collect()
 }
 
+/// The caller's context as the JSON it sent (the type writes it back unchanged), for the walks
+/// that take every field alike: the dotted recommended paths, every figure, every string.
+fn context_tree(request: &CoachingRequest) -> Option<Value> {
+    request
+        .context
+        .as_ref()
+        .and_then(|c| serde_json::to_value(c).ok())
+}
+
 fn is_given(value: Option<&Value>) -> bool {
     match value {
         None | Some(Value::Null) => false,
@@ -67,10 +78,10 @@ fn is_given(value: Option<&Value>) -> bool {
 /// Every figure the caller supplied: numeric context fields, numbers written in context strings,
 /// and numbers in the caller's `user` messages. `assistant` turns are left out on purpose: they
 /// may be an earlier model answer, and a number a model invented once must not launder itself.
-pub fn caller_figures(request: &Value) -> Vec<Figure> {
+pub fn caller_figures(request: &CoachingRequest) -> Vec<Figure> {
     let mut out = Vec::new();
-    if let Some(context) = request.get("context") {
-        collect_context(context, &mut out);
+    if let Some(context) = context_tree(request) {
+        collect_context(&context, &mut out);
     }
     for message in user_messages(request) {
         out.extend(figures::extract(message));
@@ -89,8 +100,9 @@ fn collect_context(value: &Value, out: &mut Vec<Figure>) {
 }
 
 /// The caller's own words: every `user` message and every string of `context`, one per line.
-pub fn caller_text(request: &Value) -> String {
+pub fn caller_text(request: &CoachingRequest) -> String {
     let mut parts: Vec<&str> = user_messages(request).collect();
+    let context = context_tree(request);
     fn strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
         match v {
             Value::String(s) => out.push(s),
@@ -99,27 +111,25 @@ pub fn caller_text(request: &Value) -> String {
             _ => {}
         }
     }
-    if let Some(c) = request.get("context") {
+    if let Some(c) = &context {
         strings(c, &mut parts);
     }
     parts.join("\n")
 }
 
 /// The content of each `user` message, in order.
-pub fn user_messages(request: &Value) -> impl Iterator<Item = &str> {
+pub fn user_messages(request: &CoachingRequest) -> impl Iterator<Item = &str> {
     request
-        .get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-        .filter_map(|m| m.get("content").and_then(Value::as_str))
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.content.as_str())
 }
 
 /// True when the caller gave at least one figure (see [`caller_figures`]); with none, the
 /// envelope's `numbers` must be empty (spec 2.4). Context strings count as well as numeric
 /// fields, so that a figure we would accept as traceable is never forced out.
-pub fn caller_gave_numbers(request: &Value) -> bool {
+pub fn caller_gave_numbers(request: &CoachingRequest) -> bool {
     !caller_figures(request).is_empty()
 }
 
@@ -133,7 +143,7 @@ pub fn caller_gave_numbers(request: &Value) -> bool {
 /// - **medium** otherwise.
 ///
 /// A field stated plainly in the messages counts as given, exactly as if it were in `context`.
-pub fn confidence_ceiling(mode: &Mode, request: &Value) -> Confidence {
+pub fn confidence_ceiling(mode: &Mode, request: &CoachingRequest) -> Confidence {
     let missing = missing_recommended(mode, request);
     let (n, m) = (mode.recommended_context.len(), missing.len());
     let numbers = caller_gave_numbers(request);
@@ -156,9 +166,13 @@ mod tests {
         catalog::mode(catalog::ModeId::DiagnoseGrowth)
     }
 
-    fn request(context: Value, text: &str) -> Value {
-        json!({"mode": "diagnose_growth", "context": context,
-               "messages": [{"role": "user", "content": text}]})
+    fn request(context: Value, text: &str) -> CoachingRequest {
+        typed(json!({"mode": "diagnose_growth", "context": context,
+               "messages": [{"role": "user", "content": text}]}))
+    }
+
+    fn typed(body: Value) -> CoachingRequest {
+        serde_json::from_value(body).expect("a coaching request")
     }
 
     #[test]
@@ -176,7 +190,7 @@ mod tests {
                 "metrics.close_rate_pct"
             ]
         );
-        let bare = json!({"mode": "diagnose_growth", "messages": []});
+        let bare = typed(json!({"mode": "diagnose_growth", "messages": []}));
         assert_eq!(missing_recommended(diagnose(), &bare).len(), 4);
     }
 
@@ -187,9 +201,9 @@ mod tests {
             json!({"metrics": {"cac_usd": 0}}),
             "hi"
         )));
-        let assistant_only = json!({"messages": [
+        let assistant_only = typed(json!({"mode": "diagnose_growth", "messages": [
             {"role": "assistant", "content": "You make $42,000."},
-            {"role": "user", "content": "Why is growth flat?"}]});
+            {"role": "user", "content": "Why is growth flat?"}]}));
         assert!(!caller_gave_numbers(&assistant_only));
         assert!(!caller_gave_numbers(&request(json!({}), "Q4 was slow")));
     }

@@ -6,6 +6,7 @@
 
 use super::{Repair, assemble, check, enum_case};
 use grove_common::catalog::{CoachId, Mode};
+use grove_common::requests::CoachingRequest;
 use grove_common::schema::{SchemaDoc, Violation};
 use serde_json::Value;
 
@@ -23,7 +24,7 @@ pub fn review(
     response: &SchemaDoc,
     coach: CoachId,
     mode: &Mode,
-    request: &Value,
+    request: &CoachingRequest,
     mut model_output: Value,
     usage: (u64, u64),
     receipt: Value,
@@ -44,7 +45,7 @@ pub fn review(
 pub fn problems(
     response: &SchemaDoc,
     mode: &Mode,
-    request: &Value,
+    request: &CoachingRequest,
     envelope: &Value,
 ) -> Vec<Violation> {
     let mut all = response.violations(envelope);

@@ -10,7 +10,7 @@ mod example;
 
 use crate::envelope::Confidence;
 use grove_common::catalog::{ByCoach, ByMode, Coach, Mode, ModeId};
-use serde_json::Value;
+use grove_common::requests::{CoachingRequest, Role};
 
 /// Embeds `prompts/{dir}/{id}.md` for each id of a list macro, as a table of that list's type.
 macro_rules! embedded {
@@ -45,7 +45,7 @@ pub const ASSISTANT: &str = "assistant";
 pub fn build(
     coach: &Coach,
     mode: &Mode,
-    request: &Value,
+    request: &CoachingRequest,
     missing: &[&str],
     ceiling: Confidence,
 ) -> (String, Vec<(&'static str, String)>) {
@@ -58,7 +58,7 @@ pub fn build(
 fn system(
     coach: &Coach,
     mode: &Mode,
-    request: &Value,
+    request: &CoachingRequest,
     missing: &[&str],
     ceiling: Confidence,
 ) -> String {
@@ -122,24 +122,25 @@ fn system(
 
 /// The caller's messages, with the caller's context as a compact JSON block at the top of the
 /// first user turn (or in a turn of its own when the conversation opens with an assistant turn).
-fn conversation(request: &Value) -> Vec<(&'static str, String)> {
-    let messages = request.get("messages").and_then(Value::as_array);
-    let mut turns: Vec<(&'static str, String)> = messages
-        .into_iter()
-        .flatten()
-        .filter_map(|m| {
-            let content = m.get("content").and_then(Value::as_str)?;
-            let role = match m.get("role").and_then(Value::as_str) {
-                Some("assistant") => ASSISTANT,
-                _ => USER,
+fn conversation(request: &CoachingRequest) -> Vec<(&'static str, String)> {
+    let mut turns: Vec<(&'static str, String)> = request
+        .messages
+        .iter()
+        .map(|m| {
+            let role = match m.role {
+                Role::Assistant => ASSISTANT,
+                Role::User => USER,
             };
-            Some((role, content.to_owned()))
+            (role, m.content.clone())
         })
         .collect();
 
+    // Shown as the caller's JSON (the type writes it back as sent); an empty object says nothing.
     let context = request
-        .get("context")
-        .filter(|c| c.as_object().is_some_and(|o| !o.is_empty()));
+        .context
+        .as_ref()
+        .and_then(|c| serde_json::to_string(c).ok())
+        .filter(|c| c != "{}");
     if let Some(context) = context {
         let block = format!("Business context (JSON, from the caller):\n{context}");
         match turns.first_mut() {

@@ -3,7 +3,15 @@ use crate::envelope::{confidence_ceiling, missing_recommended};
 use grove_common::catalog::{
     self, COACHES as CATALOG_COACHES, CoachId, MODES as CATALOG_MODES, ModeId,
 };
-use serde_json::json;
+use grove_common::requests::CoachingRequest;
+use serde_json::{Value, json};
+
+/// A request as the worker reads it back; the mode in the body does not matter to the prompts
+/// (they are built for the mode given), so every test body is a `diagnose_growth` one.
+fn typed(mut body: Value) -> CoachingRequest {
+    body["mode"] = json!("diagnose_growth");
+    grove_common::requests::from_stored(&body).expect("a coaching request")
+}
 
 #[test]
 fn every_coach_and_mode_has_its_own_prompt_file() {
@@ -22,7 +30,7 @@ fn every_coach_and_mode_has_its_own_prompt_file() {
 
 #[test]
 fn system_prompt_states_caps_missing_fields_and_ceiling_for_every_coach_and_mode() {
-    let request = json!({"mode": "x", "messages": [{"role": "user", "content": "Help."}]});
+    let request = typed(json!({"mode": "x", "messages": [{"role": "user", "content": "Help."}]}));
     for coach in CATALOG_COACHES.iter() {
         for (mode, _) in coach.offered_modes() {
             let missing = missing_recommended(mode, &request);
@@ -58,9 +66,11 @@ fn system_prompt_states_caps_missing_fields_and_ceiling_for_every_coach_and_mode
 fn full_context_says_so_and_allows_the_callers_figures() {
     let mode = catalog::mode(ModeId::DiagnoseGrowth);
     let coach = catalog::coach(CoachId::Mary);
-    let request = json!({"messages": [{"role": "user", "content": "Flat at $42,000."}],
+    let request = typed(
+        json!({"messages": [{"role": "user", "content": "Flat at $42,000."}],
         "context": {"company": {"what_they_sell": "bookkeeping"}, "metrics": {
-            "monthly_revenue_usd": 42000, "leads_per_month": 20, "close_rate_pct": 45}}});
+            "monthly_revenue_usd": 42000, "leads_per_month": 20, "close_rate_pct": 45}}}),
+    );
     let (system, _) = build(coach, mode, &request, &[], Confidence::High);
     assert!(system.contains("All recommended context fields were given."));
     assert!(system.contains("Confidence ceiling: `high`"));
@@ -70,11 +80,11 @@ fn full_context_says_so_and_allows_the_callers_figures() {
 
 #[test]
 fn context_rides_on_the_first_user_turn_and_the_last_turn_is_the_users() {
-    let request = json!({"messages": [
+    let request = typed(json!({"messages": [
         {"role": "user", "content": "Why is growth flat?"},
         {"role": "assistant", "content": "What do you sell?"},
         {"role": "user", "content": "Bookkeeping."}],
-        "context": {"metrics": {"leads_per_month": 20}}});
+        "context": {"metrics": {"leads_per_month": 20}}}));
     let (_, turns) = build_default(&request);
     assert_eq!(turns.len(), 3);
     assert_eq!(turns[0].0, USER);
@@ -89,20 +99,22 @@ fn context_rides_on_the_first_user_turn_and_the_last_turn_is_the_users() {
 
 #[test]
 fn a_conversation_opening_or_ending_with_the_assistant_is_wrapped_in_user_turns() {
-    let request = json!({"messages": [{"role": "assistant", "content": "Hello."}],
-        "context": {"metrics": {"leads_per_month": 20}}});
+    let request = typed(
+        json!({"messages": [{"role": "assistant", "content": "Hello."}],
+        "context": {"metrics": {"leads_per_month": 20}}}),
+    );
     let (_, turns) = build_default(&request);
     let roles: Vec<&str> = turns.iter().map(|t| t.0).collect();
     assert_eq!(roles, vec![USER, ASSISTANT, USER]);
     assert!(turns[0].1.starts_with("Business context"));
 
-    let bare = json!({"messages": [{"role": "assistant", "content": "Hello."}]});
+    let bare = typed(json!({"messages": [{"role": "assistant", "content": "Hello."}]}));
     let (_, turns) = build_default(&bare);
     let roles: Vec<&str> = turns.iter().map(|t| t.0).collect();
     assert_eq!(roles, vec![USER, ASSISTANT, USER]);
 }
 
-fn build_default(request: &Value) -> (String, Vec<(&'static str, String)>) {
+fn build_default(request: &CoachingRequest) -> (String, Vec<(&'static str, String)>) {
     let mode = catalog::mode(ModeId::DiagnoseGrowth);
     let coach = catalog::coach(CoachId::Mary);
     build(coach, mode, request, &[], Confidence::Medium)
@@ -113,8 +125,10 @@ fn build_default(request: &Value) -> (String, Vec<(&'static str, String)>) {
 fn print_prompt() {
     let mode = catalog::mode(ModeId::RescueChurn);
     let coach = catalog::coach(CoachId::Violet);
-    let request = json!({"messages": [{"role": "user", "content": "We lose 7% of 240 members monthly."}],
-        "context": {"audience": {"icp": "Adults new to strength training"}}});
+    let request = typed(
+        json!({"messages": [{"role": "user", "content": "We lose 7% of 240 members monthly."}],
+        "context": {"audience": {"icp": "Adults new to strength training"}}}),
+    );
     let missing = missing_recommended(mode, &request);
     let (system, turns) = build(
         coach,
@@ -133,7 +147,7 @@ fn system_for(mode: ModeId, coach: Option<CoachId>) -> String {
         Some(c) => catalog::coach(c),
         None => catalog::coaches_offering(mode.id).next().unwrap(),
     };
-    let request = json!({"messages": [{"role": "user", "content": "Help."}]});
+    let request = typed(json!({"messages": [{"role": "user", "content": "Help."}]}));
     build(coach, mode, &request, &[], Confidence::Low).0
 }
 

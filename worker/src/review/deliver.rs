@@ -11,7 +11,7 @@ use grove_common::{
         entities::review_request,
         reviews::{self, Attempt, NewMessage, lifecycle, message_kind},
     },
-    review::{ReviewStatus, message},
+    review::{MessageStatus, ReviewStatus, message},
 };
 use serde_json::json;
 
@@ -86,8 +86,8 @@ pub(super) async fn deliver(
                     now,
                 )
                 .await?;
-            } else if msg.status == reviews::UNKNOWN
-                || reviews::message_status(&deps.db, &msg, reviews::UNKNOWN, None, None, now)
+            } else if msg.status == MessageStatus::Unknown
+                || reviews::message_status(&deps.db, &msg, MessageStatus::Unknown, None, None, now)
                     .await?
                     .is_some()
             {
@@ -123,7 +123,7 @@ pub(super) async fn deliver(
             reviews::message_status(
                 &deps.db,
                 &msg,
-                &sent.status,
+                sent.status,
                 Some(&sent.provider_id),
                 None,
                 now,

@@ -11,7 +11,7 @@ use grove_common::{
         entities::{review_message, review_request},
         reviews::{self, lifecycle},
     },
-    review::ReviewStatus,
+    review::{MessageStatus, ReviewStatus},
 };
 use sea_orm::DbErr;
 use serde_json::json;
@@ -30,7 +30,7 @@ pub(super) async fn record(
     let code = e.code().and_then(|c| i32::try_from(c).ok());
     if e.may_have_been_sent() {
         tracing::warn!(error = %e, "SMS send outcome unknown; waiting for Twilio's report");
-        if reviews::message_status(db, msg, reviews::UNKNOWN, None, code, now)
+        if reviews::message_status(db, msg, MessageStatus::Unknown, None, code, now)
             .await?
             .is_some()
         {
@@ -47,7 +47,7 @@ pub(super) async fn record(
         // request) already, and decides.
         return Ok(());
     }
-    reviews::message_status(db, msg, "failed", None, code, now).await?;
+    reviews::message_status(db, msg, MessageStatus::Failed, None, code, now).await?;
     if matches!(e, SmsError::OptedOut { .. }) {
         let detail = json!({"reason": "provider_opted_out", "code": code});
         lifecycle::opt_out(db, &req.phone, lifecycle::PROVIDER_OPT_OUT, detail, now).await?;

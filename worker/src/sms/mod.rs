@@ -52,8 +52,8 @@ impl fmt::Debug for OutgoingSms {
 pub struct SentSms {
     /// Twilio's message sid (`SM…`), or `OB…` from the outbox.
     pub provider_id: String,
-    /// The provider's status word as it gave it: `queued`, `accepted`, `sent`, …
-    pub status: String,
+    /// The provider's status: `queued`, `accepted`, `sent`, …
+    pub status: grove_common::review::MessageStatus,
     /// Billed segments; `None` when the provider has not counted them yet (Twilio reports 0
     /// until a Messaging Service has picked a sender).
     pub segments: Option<u32>,

@@ -32,7 +32,7 @@ impl SmsProvider for OutboxProvider {
         );
         Ok(SentSms {
             provider_id,
-            status: "sent".into(),
+            status: grove_common::review::MessageStatus::Sent,
             segments: None,
         })
     }

@@ -8,7 +8,7 @@ use super::{
 use crate::log_text::error_chain;
 use crate::retry::{self, Failure};
 use base64::{Engine, engine::general_purpose::STANDARD};
-use grove_common::config::TwilioConfig;
+use grove_common::{config::TwilioConfig, review::MessageStatus};
 use reqwest::header::{AUTHORIZATION, HeaderValue};
 use serde::Deserialize;
 use std::time::Duration;
@@ -196,8 +196,13 @@ fn read_message(body: &str) -> Option<SentSms> {
     .filter(|n| *n > 0);
     Some(SentSms {
         provider_id: sid,
-        // Twilio always sends one; `queued` is its initial state for a direct send.
-        status: message.status.unwrap_or_else(|| "queued".into()),
+        // Twilio always sends one; `queued` is its initial state for a direct send, and the
+        // stage the message is at whatever word it used (its reports name the next ones).
+        status: message
+            .status
+            .as_deref()
+            .and_then(MessageStatus::reported)
+            .unwrap_or(MessageStatus::Queued),
         segments,
     })
 }
@@ -249,16 +254,13 @@ mod tests {
         let sent =
             read_message(r#"{"sid":"SM0123","status":"queued","num_segments":"2"}"#).unwrap();
         assert_eq!(
-            (
-                sent.provider_id.as_str(),
-                sent.status.as_str(),
-                sent.segments
-            ),
-            ("SM0123", "queued", Some(2))
+            (sent.provider_id.as_str(), sent.status, sent.segments),
+            ("SM0123", MessageStatus::Queued, Some(2))
         );
         let service =
             read_message(r#"{"sid":"SM1","status":"accepted","num_segments":"0"}"#).unwrap();
         assert_eq!(service.segments, None);
+        assert_eq!(service.status, MessageStatus::Accepted);
         assert_eq!(
             read_message(r#"{"sid":"SM1","num_segments":3}"#)
                 .unwrap()

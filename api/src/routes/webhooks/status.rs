@@ -15,7 +15,7 @@ use grove_common::{
         webhook_receipts,
     },
     jobs::{ReviewJob, ReviewStep},
-    review::ReviewStatus,
+    review::{MessageStatus, ReviewStatus},
     twilio,
 };
 use sea_orm::{ConnectionTrait, TransactionTrait};
@@ -38,6 +38,10 @@ pub(in crate::routes) async fn status_callback(
     ) else {
         return Ok(twiml());
     };
+    // A word we do not track (an inbound message's `received`, say) changes nothing.
+    let Some(status) = MessageStatus::reported(new_status) else {
+        return Ok(twiml());
+    };
     let error_code = param(&params, "ErrorCode").and_then(|c| c.parse::<i32>().ok());
     let now = state.clock.now();
     let txn = state.db.begin().await?;
@@ -47,7 +51,7 @@ pub(in crate::routes) async fn status_callback(
     }
     let report = Report {
         sid,
-        new_status,
+        new_status: status,
         error_code,
         now,
     };
@@ -78,7 +82,7 @@ pub(in crate::routes) async fn status_callback(
 /// One status report, as Twilio posted it.
 struct Report<'a> {
     sid: &'a str,
-    new_status: &'a str,
+    new_status: MessageStatus,
     error_code: Option<i32>,
     now: chrono::DateTime<chrono::Utc>,
 }
@@ -108,7 +112,7 @@ async fn apply_status(
     let Some(msg) = reported_message(db, sid, uri).await? else {
         return Ok(Applied::Nothing);
     };
-    let outcome_was_unknown = msg.status == reviews::UNKNOWN;
+    let outcome_was_unknown = msg.status == MessageStatus::Unknown;
     let Some(msg) = apply_report(db, msg, new_status, sid, error_code, now).await? else {
         return Ok(Applied::Nothing);
     };
@@ -132,16 +136,16 @@ async fn apply_status(
             now,
         )
         .await?;
-        if initial && matches!(new_status, "sent" | "delivered") {
+        if initial && matches!(new_status, MessageStatus::Sent | MessageStatus::Delivered) {
             lifecycle::resume_after_unknown_send(db, &req.id, detail.clone(), now).await?;
         }
     }
     let mut follow_up = None;
     match new_status {
-        "sent" if initial => {
+        MessageStatus::Sent if initial => {
             lifecycle::advance(db, &req.id, ReviewStatus::Sent, detail, now).await?;
         }
-        "delivered" if initial => {
+        MessageStatus::Delivered if initial => {
             if lifecycle::advance(db, &req.id, ReviewStatus::Delivered, detail, now).await?
                 && let Some(req) = reviews::load(db, &req.id).await?
                 && let Some(due) = lifecycle::on_initial_delivered(db, &req, now, now).await?
@@ -149,13 +153,15 @@ async fn apply_status(
                 follow_up = Some((req.id.clone(), due));
             }
         }
-        "delivered" => {
+        MessageStatus::Delivered => {
             lifecycle::advance(db, &req.id, ReviewStatus::Completed, detail, now).await?;
         }
-        "undelivered" | "failed" if error_code == Some(twilio::OPTED_OUT_ERROR) => {
+        MessageStatus::Undelivered | MessageStatus::Failed
+            if error_code == Some(twilio::OPTED_OUT_ERROR) =>
+        {
             lifecycle::opt_out(db, &req.phone, lifecycle::PROVIDER_OPT_OUT, detail, now).await?;
         }
-        "undelivered" | "failed" => {
+        MessageStatus::Undelivered | MessageStatus::Failed => {
             // A first message that did not arrive fails the request; a reminder that did not
             // arrive leaves it complete.
             let to = if initial {
@@ -198,7 +204,7 @@ async fn reported_message(
 async fn apply_report(
     db: &impl ConnectionTrait,
     msg: review_message::Model,
-    new_status: &str,
+    new_status: MessageStatus,
     sid: &str,
     error_code: Option<i32>,
     now: chrono::DateTime<chrono::Utc>,

@@ -13,7 +13,7 @@ pub struct Model {
     pub provider: String,
     pub provider_id: Option<String>,
     /// `attempting` (row written, provider not yet answered), then the provider's statuses.
-    pub status: String,
+    pub status: crate::review::MessageStatus,
     /// `[{"status", "at", "error_code"?}]`, oldest first.
     pub status_history: Json,
     pub body: String,

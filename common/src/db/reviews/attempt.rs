@@ -5,6 +5,7 @@
 
 use super::super::entities::review_message;
 use super::message;
+use crate::review::MessageStatus;
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, SqlErr,
@@ -19,12 +20,6 @@ pub const ATTEMPT_HEARTBEAT: Duration = Duration::from_secs(2);
 
 /// An attempt not renewed for this long belongs to a run that died (five missed renewals).
 pub const ATTEMPT_STALE_AFTER: chrono::TimeDelta = chrono::TimeDelta::seconds(10);
-
-/// A message's status from the moment its row exists until the provider answers.
-pub const ATTEMPTING: &str = "attempting";
-
-/// A message whose run died inside the provider call: it may or may not have gone out.
-pub const UNKNOWN: &str = "unknown";
 
 /// What a send attempt found: a fresh row (go ahead and call the provider), or an earlier
 /// attempt (never call again: if it crashed mid-call, the SMS may already be on its way).
@@ -55,8 +50,8 @@ pub async fn begin_attempt(
         kind: Set(m.kind.to_owned()),
         provider: Set(m.provider.to_owned()),
         provider_id: Set(None),
-        status: Set(ATTEMPTING.into()),
-        status_history: Set(json!([{"status": ATTEMPTING, "at": at}])),
+        status: Set(MessageStatus::Attempting),
+        status_history: Set(json!([{"status": MessageStatus::Attempting, "at": at}])),
         body: Set(m.body.to_owned()),
         encoding: Set(m.encoding.to_owned()),
         segments: Set(i32::try_from(m.segments).unwrap_or(i32::MAX)),
@@ -87,7 +82,7 @@ pub async fn touch_attempt(
     review_message::Entity::update_many()
         .col_expr(review_message::Column::UpdatedAt, Expr::value(at))
         .filter(review_message::Column::Id.eq(id))
-        .filter(review_message::Column::Status.eq(ATTEMPTING))
+        .filter(review_message::Column::Status.eq(MessageStatus::Attempting))
         .exec(db)
         .await?;
     Ok(())
@@ -96,7 +91,7 @@ pub async fn touch_attempt(
 /// True while another run may still be inside the provider call for `msg`: it is still
 /// `attempting` (no provider answer or report yet) and its lease was renewed recently.
 pub fn in_flight(msg: &review_message::Model, now: DateTime<Utc>) -> bool {
-    msg.status == ATTEMPTING && now - msg.updated_at < ATTEMPT_STALE_AFTER
+    msg.status == MessageStatus::Attempting && now - msg.updated_at < ATTEMPT_STALE_AFTER
 }
 
 /// The status-callback query parameter that carries our message id, so that a report Twilio

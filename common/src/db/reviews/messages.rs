@@ -1,8 +1,8 @@
 //! The messages of a review request (at most an initial one and a follow-up) and their
 //! provider statuses, which only move forward.
 
-use super::{ATTEMPTING, UNKNOWN};
 use crate::db::entities::review_message;
+use crate::review::MessageStatus;
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, sea_query::Expr,
@@ -33,34 +33,19 @@ pub async fn message(
         .await
 }
 
-/// Position of a provider message status; statuses only move forward.
-pub fn message_rank(s: &str) -> u8 {
-    match s {
-        ATTEMPTING => 0,
-        "accepted" | "scheduled" | "queued" => 1,
-        "sending" => 2,
-        "sent" => 3,
-        "delivered" | "undelivered" | "failed" | "canceled" | UNKNOWN => 4,
-        "read" => 5,
-        _ => 0,
-    }
-}
-
-/// Appends a provider status to a message if it moves it forward. Returns the updated message,
-/// or None for a duplicate or late status.
+/// Appends a status to a message if it moves it forward ([`MessageStatus::may_become`]).
+/// Returns the updated message, or None for a duplicate or late status.
 pub async fn message_status(
     db: &impl ConnectionTrait,
     msg: &review_message::Model,
-    new_status: &str,
+    new_status: MessageStatus,
     provider_id: Option<&str>,
     error_code: Option<i32>,
     at: DateTime<Utc>,
 ) -> Result<Option<review_message::Model>, DbErr> {
     // A repeat of the current status (a second sweeper pass marking the same unknown outcome,
     // a duplicate report) records nothing.
-    if new_status == msg.status
-        || (message_rank(new_status) <= message_rank(&msg.status) && msg.provider_id.is_some())
-    {
+    if !msg.status.may_become(new_status, msg.provider_id.is_some()) {
         return Ok(None);
     }
     let mut history = msg.status_history.as_array().cloned().unwrap_or_default();
@@ -70,7 +55,10 @@ pub async fn message_status(
     }
     history.push(entry);
     let updated = review_message::Entity::update_many()
-        .col_expr(review_message::Column::Status, Expr::value(new_status))
+        .col_expr(
+            review_message::Column::Status,
+            Expr::value(new_status.as_str()),
+        )
         .col_expr(
             review_message::Column::StatusHistory,
             Expr::value(Value::Array(history)),
@@ -90,7 +78,7 @@ pub async fn message_status(
         .col_expr(review_message::Column::UpdatedAt, Expr::value(at))
         .filter(review_message::Column::Id.eq(msg.id))
         // Optimistic check: nobody moved it meanwhile.
-        .filter(review_message::Column::Status.eq(msg.status.clone()))
+        .filter(review_message::Column::Status.eq(msg.status))
         .exec(db)
         .await?;
     if updated.rows_affected == 1 {

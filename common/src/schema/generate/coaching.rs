@@ -4,7 +4,7 @@
 use super::node::{
     Node, arr, constant, int, list, ne, nem, non_negative, num, obj, obj_with, one_of, sm, up_to,
 };
-use super::{DRAFT, deliverables};
+use super::{DRAFT, LEVER_MAX, deliverables};
 use crate::catalog::{self, Mode};
 use serde_json::{Value, json};
 
@@ -96,8 +96,6 @@ pub fn sandbox_flag() -> Value {
 
 /// `thinking.diagnosis`: one sentence.
 const DIAGNOSIS_MAX: usize = 300;
-/// `thinking.lever`, and the first ranked lever that must equal it.
-pub const LEVER_MAX: usize = 120;
 
 pub fn response(mode: &Mode) -> Value {
     let caps = mode.tier.caps();

@@ -4,7 +4,7 @@
 //! grammar-constrained model stops, and a client can size its storage. The bounds follow the
 //! field's purpose (a name, a sentence, a short paragraph) inside the tier's reply cap.
 
-use super::coaching::LEVER_MAX;
+use super::LEVER_MAX;
 use super::deliverables_contract as contract;
 use super::node::{Node, int, list, non_negative, obj, one_of, pct, sm, string_or_null, up_to};
 use crate::catalog::ModeId;

@@ -3,7 +3,7 @@
 use super::*;
 use crate::envelope::{assemble, check, normalise_enums};
 
-fn assembled(mode_id: &str, request: &Value, model: Value) -> Value {
+fn assembled(mode_id: &str, request: &CoachingRequest, model: Value) -> Value {
     let receipt = json!({"id": "r1", "url": "/api/v1/receipts/r1", "expires_at": null});
     let coach = catalog::coaches_offering(mode(mode_id).id).next().unwrap();
     assemble(
@@ -36,9 +36,9 @@ fn server_keys_are_filled_in_published_order_and_model_copies_ignored() {
 
 #[test]
 fn gaps_are_missing_fields_then_three_distinct_plain_word_extras() {
-    let request = json!({"mode": "diagnose_growth",
+    let request = typed(json!({"mode": "diagnose_growth",
         "messages": [{"role": "user", "content": "We make $42,000 a month from 20 leads."}],
-        "context": {"metrics": {"monthly_revenue_usd": 42000, "leads_per_month": 20}}});
+        "context": {"metrics": {"monthly_revenue_usd": 42000, "leads_per_month": 20}}}));
     let mut model = model_part(&sample("diagnose_growth"));
     model["context_gaps"] = json!([
         "Close rate pct",
@@ -68,8 +68,8 @@ fn gaps_are_missing_fields_then_three_distinct_plain_word_extras() {
 
 #[test]
 fn confidence_is_clamped_down_to_the_ceiling_never_up() {
-    let thin = json!({"mode": "diagnose_growth",
-        "messages": [{"role": "user", "content": "Growth is flat. Why?"}]});
+    let thin = typed(json!({"mode": "diagnose_growth",
+        "messages": [{"role": "user", "content": "Growth is flat. Why?"}]}));
     let out = assembled(
         "diagnose_growth",
         &thin,
@@ -97,9 +97,9 @@ fn insufficient_capacity_data_lowers_confidence_to_low() {
 
 #[test]
 fn numbers_are_emptied_when_the_caller_gave_none() {
-    let words = json!({"mode": "diagnose_growth",
+    let words = typed(json!({"mode": "diagnose_growth",
         "messages": [{"role": "user", "content": "Growth is flat. Why?"}],
-        "context": {"company": {"what_they_sell": "bookkeeping"}}});
+        "context": {"company": {"what_they_sell": "bookkeeping"}}}));
     let out = assembled(
         "diagnose_growth",
         &words,

@@ -4,8 +4,8 @@
 use super::*;
 use crate::envelope::{Confidence, assemble, confidence_ceiling, missing_recommended};
 
-fn said(text: &str) -> Value {
-    json!({"mode": "diagnose_growth", "messages": [{"role": "user", "content": text}]})
+fn said(text: &str) -> CoachingRequest {
+    typed(json!({"mode": "diagnose_growth", "messages": [{"role": "user", "content": text}]}))
 }
 
 #[test]
@@ -58,9 +58,9 @@ fn wishes_other_firms_and_earlier_assistant_turns_do_not_count() {
             "{text}"
         );
     }
-    let r = json!({"mode": "diagnose_growth", "messages": [
+    let r = typed(json!({"mode": "diagnose_growth", "messages": [
         {"role": "assistant", "content": "You make $42,000 a month and close 20%."},
-        {"role": "user", "content": "Why is growth flat?"}]});
+        {"role": "user", "content": "Why is growth flat?"}]}));
     assert_eq!(missing_recommended(m, &r).len(), 4);
 }
 
@@ -100,8 +100,9 @@ fn each_metric_reads_under_its_context_name() {
     ];
     for (mode_id, text, field) in cases {
         let m = mode(mode_id);
-        let bare = json!({"mode": mode_id, "messages": [{"role": "user", "content": "Help."}]});
-        let r = json!({"mode": mode_id, "messages": [{"role": "user", "content": text}]});
+        let bare =
+            typed(json!({"mode": mode_id, "messages": [{"role": "user", "content": "Help."}]}));
+        let r = typed(json!({"mode": mode_id, "messages": [{"role": "user", "content": text}]}));
         assert!(missing_recommended(m, &bare).contains(&field), "{field}");
         assert!(
             !missing_recommended(m, &r).contains(&field),

@@ -12,8 +12,10 @@ fn first_message(v: &[Violation]) -> &str {
 #[test]
 fn a_basis_whose_result_is_wrong_is_refused_and_the_right_one_passes() {
     // The case: 30 leads at a 20% close rate is 6 new clients, not 9.
-    let request = json!({"mode": "diagnose_growth", "messages": [{"role": "user",
-        "content": "We make $42,000 a month, get 30 leads a month and close 20%."}]});
+    let request = typed(
+        json!({"mode": "diagnose_growth", "messages": [{"role": "user",
+        "content": "We make $42,000 a month, get 30 leads a month and close 20%."}]}),
+    );
     let m = mode("diagnose_growth");
     let mut s = sample("diagnose_growth");
     s["numbers"] = json!([{"label": "New clients", "value": "9",

@@ -12,6 +12,7 @@ mod samples;
 mod schemas;
 
 use grove_common::catalog::{self, CoachId, MODES, Mode, ModeId};
+use grove_common::requests::CoachingRequest;
 use grove_common::sandbox;
 use grove_common::schema::{SchemaRegistry, Violation};
 use serde_json::{Value, json};
@@ -55,8 +56,18 @@ pub fn sample(mode_id: impl AsMode) -> Value {
     s
 }
 
-/// The request of the caller `mode_id`'s sample answers.
-pub fn request(mode_id: impl AsMode) -> Value {
+/// The request of the caller `mode_id`'s sample answers, as the worker reads it.
+pub fn request(mode_id: impl AsMode) -> CoachingRequest {
+    typed(request_json(mode_id))
+}
+
+/// A request body as the worker reads it back from its call (the API stored it from this type).
+pub fn typed(body: Value) -> CoachingRequest {
+    grove_common::requests::from_stored(&body).expect("a coaching request")
+}
+
+/// The request of the caller `mode_id`'s sample answers, as sent.
+pub fn request_json(mode_id: impl AsMode) -> Value {
     let mode_id = mode_id.mode_id().as_str();
     let callers: Value = serde_json::from_str(CALLERS).unwrap();
     let caller = &callers[mode_id];

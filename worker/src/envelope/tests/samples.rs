@@ -32,7 +32,10 @@ fn every_caller_fixture_leaves_exactly_the_samples_dotted_gaps_missing() {
 #[test]
 fn every_caller_fixture_is_a_valid_request() {
     for m in all_modes() {
-        let v = registry().mode(m.id).request.violations(&request(m.id));
+        let v = registry()
+            .mode(m.id)
+            .request
+            .violations(&request_json(m.id));
         assert_eq!(v, vec![], "{}", m.id);
     }
 }
