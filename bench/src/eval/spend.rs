@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use grove_common::catalog::{CoachId, ModeId};
 use grove_common::config::LlmProviderKind;
 use grove_common::db::{calls, entities::call};
+use grove_common::requests::CoachingRequest;
 use grove_common::schema::SchemaRegistry;
 use grove_worker::coaching::{Engine, Outcome};
 use grove_worker::llm::{LlmError, LlmProvider, LlmRequest, LlmResponse, Usage};
@@ -101,7 +102,7 @@ impl Rig {
         &self,
         coach: CoachId,
         mode: ModeId,
-        request: &Value,
+        request: &CoachingRequest,
         first: Value,
         clean: Value,
     ) -> Result<Spent, String> {
@@ -124,8 +125,10 @@ async fn paid_call(
     db: &DatabaseConnection,
     coach: CoachId,
     mode: ModeId,
-    request: &Value,
+    request: &CoachingRequest,
 ) -> Result<call::Model, String> {
+    // Stored as the API stores it: the body's JSON, read back into the type by the engine.
+    let request = serde_json::to_value(request).map_err(|e| format!("request: {e}"))?;
     let id = Uuid::now_v7();
     let now = chrono::Utc::now();
     call::Entity::insert(call::ActiveModel {
@@ -135,7 +138,7 @@ async fn paid_call(
         mode: Set(Some(mode.as_str().into())),
         payer: Set("0x00000000000000000000000000000000000000ee".into()),
         request_hash: Set(format!("eval-{id}")),
-        request: Set(request.clone()),
+        request: Set(request),
         status: Set("running".into()),
         attempts: Set(1),
         runs: Set(0),

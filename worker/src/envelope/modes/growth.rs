@@ -233,7 +233,13 @@ fn guarantee_caveat(cx: &Ctx, out: &mut Vec<Violation>) {
     };
     let g = guarantee.trim().to_lowercase();
     let none = g.is_empty() || g.starts_with("no guarantee") || g.starts_with("none");
-    let callers = at(cx.request, "/context/offer/guarantee").is_some_and(|c| same(c, guarantee));
+    let callers = cx
+        .request
+        .context
+        .as_ref()
+        .and_then(|c| c.offer.as_ref())
+        .and_then(|o| o.guarantee.as_deref())
+        .is_some_and(|c| same(c, guarantee));
     if none || callers {
         return;
     }

@@ -5,14 +5,14 @@
 use crate::envelope::figures::{self, Figure};
 use crate::envelope::prose::{self, Pool};
 use crate::envelope::text::{self, push};
-use grove_common::schema::Violation;
+use grove_common::{requests::CoachingRequest, schema::Violation};
 use serde_json::Value;
 
 /// What a mode's rules may look at besides the deliverable.
 pub struct Ctx<'a> {
     pub envelope: &'a Value,
     /// The paid request as the caller sent it.
-    pub request: &'a Value,
+    pub request: &'a CoachingRequest,
     pub d: &'a Value,
     /// The caller's figures (context and user messages).
     pub caller: &'a [Figure],

@@ -64,8 +64,9 @@ fn the_callers_own_guarantee_restated_needs_no_caveat() {
     let mut s = sample("design_offer");
     s["caveats"] = json!([]);
     let guarantee = s["deliverable"]["guarantee"].clone();
-    let mut req = request("design_offer");
-    req["context"]["offer"]["guarantee"] = guarantee;
+    let mut body = request_json("design_offer");
+    body["context"]["offer"]["guarantee"] = guarantee;
+    let req = typed(body);
     assert_eq!(
         paths(&check(mode("design_offer"), &req, &s)),
         Vec::<&str>::new()
@@ -111,15 +112,17 @@ fn a_deadline_the_caller_gave_is_not_fake() {
     let mut s = sample("handle_objections");
     *at(&mut s, script) =
         json!("Makes sense. Our spring offer ends this month, so the audit is free until then.");
-    let mut req = request("handle_objections");
+    let req = request("handle_objections");
     assert_eq!(
         paths(&check(mode("handle_objections"), &req, &s)),
         vec![script]
     );
-    let said = req["messages"][0]["content"].as_str().unwrap().to_owned();
-    req["messages"][0]["content"] = json!(format!(
+    let mut body = request_json("handle_objections");
+    let said = body["messages"][0]["content"].as_str().unwrap().to_owned();
+    body["messages"][0]["content"] = json!(format!(
         "{said} Our spring offer ends this month: a free network audit."
     ));
+    let req = typed(body);
     assert_eq!(
         paths(&check(mode("handle_objections"), &req, &s)),
         Vec::<&str>::new()
