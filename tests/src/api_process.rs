@@ -23,7 +23,12 @@ impl ApiProcess {
     /// Starts `api` with exactly `env` (plus `PATH`) and JSON logs, and waits for its
     /// `listening` line.
     pub async fn start(env: &[(String, String)]) -> Self {
-        let mut child = Command::new(crate::binary("api"))
+        Self::start_binary(&crate::binary("api"), env).await
+    }
+
+    /// As `start`, with the `api` binary at `path` (a benchmark runs the release build).
+    pub async fn start_binary(path: &std::path::Path, env: &[(String, String)]) -> Self {
+        let mut child = Command::new(path)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("LOG_FORMAT", "json")
@@ -63,6 +68,11 @@ impl ApiProcess {
         };
         process.url = format!("http://{addr}");
         process
+    }
+
+    /// The process id (benchmarks read its CPU time and memory from /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Everything logged so far.

@@ -270,6 +270,11 @@ async fn a_replayed_run_takes_the_same_path_without_paying_again() {
     .await
     .unwrap();
 
+    // The run that picks the call up again is its second start.
+    let call = call::Model {
+        attempts: 2,
+        ..call
+    };
     let outcome = rig.engine.answer(&rig.db, &call).await.unwrap();
 
     let (_, usage, model_calls) = completed(outcome);

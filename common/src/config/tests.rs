@@ -63,12 +63,20 @@ fn production_refuses_a_plain_http_facilitator() {
 }
 
 #[test]
+fn sqlite_commits_sync_at_normal_unless_full_is_asked() {
+    assert_eq!(config(&[]).unwrap().sqlite_sync, SqliteSync::Normal);
+    let full = config(&[("SQLITE_SYNCHRONOUS", "full")]).unwrap();
+    assert_eq!(full.sqlite_sync, SqliteSync::Full);
+}
+
+#[test]
 fn bad_values_name_their_variable() {
     for (k, v) in [
         ("X402_PAY_TO", "0x123"),
         ("LLM_PROVIDER", "gemini"),
         ("CALL_DEADLINE_S", "soon"),
         ("BIND_ADDR", "nowhere"),
+        ("SQLITE_SYNCHRONOUS", "off"),
     ] {
         let err = config(&[(k, v)]).unwrap_err();
         assert!(err.to_string().starts_with(k), "{err}");

@@ -9,7 +9,7 @@ pub mod phone_marks;
 pub mod reviews;
 pub mod webhook_receipts;
 
-use crate::config::Config;
+use crate::config::{Config, SqliteSync};
 use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr};
 use std::time::Duration;
 
@@ -26,10 +26,15 @@ pub fn url(config: &Config) -> String {
 }
 
 pub async fn connect(config: &Config) -> Result<DatabaseConnection, DbErr> {
-    connect_url(&url(config)).await
+    connect_with(&url(config), config.sqlite_sync).await
 }
 
 pub async fn connect_url(url: &str) -> Result<DatabaseConnection, DbErr> {
+    connect_with(url, SqliteSync::default()).await
+}
+
+/// Connects to `url`; a SQLite database commits at the `sync` level.
+pub async fn connect_with(url: &str, sync: SqliteSync) -> Result<DatabaseConnection, DbErr> {
     let sqlite = url.starts_with("sqlite:");
     if sqlite {
         ensure_sqlite_dir(url);
@@ -52,9 +57,14 @@ pub async fn connect_url(url: &str) -> Result<DatabaseConnection, DbErr> {
     if sqlite {
         // WAL lets readers run beside the writer; busy_timeout makes concurrent writers wait
         // their turn instead of failing with "database is locked".
-        options.map_sqlx_sqlite_opts(|o| {
+        use sea_orm::sqlx::sqlite::SqliteSynchronous;
+        let synchronous = match sync {
+            SqliteSync::Normal => SqliteSynchronous::Normal,
+            SqliteSync::Full => SqliteSynchronous::Full,
+        };
+        options.map_sqlx_sqlite_opts(move |o| {
             o.journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
-                .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Normal)
+                .synchronous(synchronous)
                 .busy_timeout(Duration::from_secs(10))
         });
     }

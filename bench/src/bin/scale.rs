@@ -1,0 +1,284 @@
+//! How a paid call's cost grows with work, on the `api` binary itself (embedded default: SQLite,
+//! in-process worker) as its own process, so its CPU time and memory are its own:
+//!
+//! - paid-call throughput at 1, 16, 64 and 256 connections with an instant model;
+//! - the same with the model taking 2 s per answer: how many calls are in flight at once
+//!   (Little's law: throughput × mean latency), and the memory the process holds for them.
+//!
+//! `cargo build --release -p grove-api && cargo run --release -p grove-bench --bin scale -- [seconds]`
+//! Facilitator and model are the loopback fakes of the tests (instant unless told otherwise);
+//! the load generator runs in this process, so it never counts towards the server's CPU.
+
+use grove_bench::load::{self, Request};
+use grove_tests::{
+    PAY_TO, TestDb,
+    api_process::ApiProcess,
+    facilitator::FakeFacilitator,
+    llm::{FakeLlm, Reply, caller_body},
+    x402::{PayOptions, TestWallet},
+};
+use reqwest::Method;
+use serde_json::Value;
+use std::{
+    path::PathBuf,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+const PATH: &str = "/api/v1/agents/mary/call";
+const SLOW_MODEL: Duration = Duration::from_secs(2);
+
+/// The release `api` beside this program (target/release/api), or GROVE_API_BIN.
+fn api_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("GROVE_API_BIN") {
+        return p.into();
+    }
+    let exe = std::env::current_exe().expect("own path");
+    let bin = exe.with_file_name("api");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build --release -p grove-api` first",
+        bin.display()
+    );
+    bin
+}
+
+/// User + system CPU time of `pid` so far, in microseconds.
+fn cpu_us(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = stat.rsplit(')').next().unwrap_or_default();
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+    ticks * 1_000_000 / 100 // USER_HZ is 100 on Linux.
+}
+
+/// Resident memory of `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+struct Server {
+    api: ApiProcess,
+    _db: TestDb,
+}
+
+async fn server(facilitator: &FakeFacilitator, llm: &FakeLlm) -> Server {
+    let db = TestDb::on("sqlite").await;
+    let env: Vec<(String, String)> = [
+        ("APP_ENV", "development"),
+        ("BIND_ADDR", "127.0.0.1:0"),
+        ("PUBLIC_BASE_URL", "http://127.0.0.1"),
+        ("X402_PAY_TO", PAY_TO),
+        ("X402_FACILITATOR_URL", facilitator.url()),
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_API_KEY", "test"),
+        ("LLM_BASE_URL", &llm.openai_base()),
+        ("DATABASE_URL", &db.url),
+        ("RUST_LOG", "warn"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let api = ApiProcess::start_binary(&api_binary(), &env).await;
+    Server { api, _db: db }
+}
+
+/// `n` distinct paid bodies (else a second one would be a replay), each with its own payment.
+fn prepare(challenge: &str, from: usize, n: usize) -> Vec<(Vec<u8>, String)> {
+    let wallet = TestWallet::new();
+    (from..from + n)
+        .map(|i| {
+            let mut body = caller_body("diagnose_growth");
+            let text = body["messages"][0]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            body["messages"][0]["content"] = Value::from(format!("{text} (ref {i})"));
+            (
+                body.to_string().into_bytes(),
+                wallet.pay(challenge, PayOptions::default()),
+            )
+        })
+        .collect()
+}
+
+struct Row {
+    label: String,
+    report: load::Report,
+    cpu_us_per_call: f64,
+    rss_idle_kib: u64,
+    rss_peak_kib: u64,
+    mean_ms: f64,
+}
+
+/// One measured run against `server`: `connections` clients for `secs`, at most `max` calls.
+async fn measure(
+    label: String,
+    server: &Server,
+    prepared: Arc<Vec<(Vec<u8>, String)>>,
+    connections: usize,
+    secs: u64,
+) -> Row {
+    let pid = server.api.pid();
+    let rss_idle_kib = rss_kib(pid);
+    let peak = Arc::new(AtomicU64::new(rss_idle_kib));
+    let sampler = {
+        let peak = Arc::clone(&peak);
+        tokio::spawn(async move {
+            loop {
+                peak.fetch_max(rss_kib(pid), Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+    let cpu_before = cpu_us(pid);
+    let base = server.api.url.clone();
+    let max = prepared.len();
+    let report = load::run_bounded(
+        &label,
+        connections,
+        Duration::ZERO,
+        Duration::from_secs(secs),
+        max,
+        move |i| {
+            let (body, payment) = &prepared[i % prepared.len()];
+            Request {
+                method: Method::POST,
+                url: format!("{base}{PATH}"),
+                headers: vec![
+                    ("content-type", "application/json".into()),
+                    ("payment-signature", payment.clone()),
+                ],
+                body: Some(body.clone()),
+                expect_status: 200,
+            }
+        },
+    )
+    .await;
+    let cpu = cpu_us(pid).saturating_sub(cpu_before);
+    sampler.abort();
+    let calls = report.requests.max(1) as f64;
+    // Closed loop: each connection is always waiting on one call.
+    let mean_ms = connections as f64 * report.elapsed.as_secs_f64() * 1000.0 / calls;
+    Row {
+        label,
+        cpu_us_per_call: cpu as f64 / calls,
+        rss_idle_kib,
+        rss_peak_kib: peak.load(Ordering::Relaxed),
+        mean_ms,
+        report,
+    }
+}
+
+async fn challenge(base: &str) -> String {
+    let client = grove_common::http_client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    client
+        .post(format!("{base}{PATH}"))
+        .header("content-type", "application/json")
+        .body(caller_body("diagnose_growth").to_string())
+        .send()
+        .await
+        .expect("402")
+        .headers()["payment-required"]
+        .to_str()
+        .expect("ascii")
+        .to_owned()
+}
+
+#[tokio::main]
+async fn main() {
+    let secs: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(8);
+    let facilitator = FakeFacilitator::start().await;
+    let llm = FakeLlm::start().await;
+    println!(
+        "grove-bench scale: the release `api` (embedded: SQLite, in-process worker) as its own process; {secs} s per run; loopback fake facilitator and model"
+    );
+    let mut rows = Vec::new();
+    let mut next = 0usize;
+
+    // Instant model: throughput as connections grow.
+    let s = server(&facilitator, &llm).await;
+    let ch = challenge(&s.api.url).await;
+    for connections in [1usize, 16, 64, 256] {
+        // Enough distinct paid calls for the run (about 1,000 a second at most here).
+        let n = (secs as usize * 1200).max(connections * 4);
+        let prepared = Arc::new(prepare(&ch, next, n));
+        next += n;
+        let label = format!("instant model, {connections} conn");
+        rows.push(measure(label, &s, prepared, connections, secs).await);
+    }
+    drop(s);
+
+    // A model that takes 2 s: calls in flight, and what they hold.
+    let s = server(&facilitator, &llm).await;
+    let ch = challenge(&s.api.url).await;
+    for connections in [64usize, 256] {
+        let n = connections * (secs as usize / 2 + 2);
+        llm.script(std::iter::repeat_n(Reply::Slow(SLOW_MODEL), n));
+        let prepared = Arc::new(prepare(&ch, next, n));
+        next += n;
+        let label = format!("2 s model, {connections} conn");
+        let row = measure(label, &s, prepared, connections, secs.max(10)).await;
+        rows.push(row);
+        // Let the calls of this run finish before the next one measures.
+        tokio::time::sleep(SLOW_MODEL * 2).await;
+    }
+
+    println!(
+        "{:<26} {:>7} {:>6} {:>8} {:>8} {:>8} {:>11} {:>9} {:>9} {:>10}",
+        "run",
+        "calls",
+        "errors",
+        "calls/s",
+        "p50 ms",
+        "p99 ms",
+        "CPU µs/call",
+        "in flight",
+        "RSS MiB",
+        "KiB/flight"
+    );
+    for r in &rows {
+        let in_flight = r.report.rps() * r.mean_ms / 1000.0;
+        let held = r.rss_peak_kib.saturating_sub(r.rss_idle_kib) as f64 / in_flight.max(1.0);
+        println!(
+            "{:<26} {:>7} {:>6} {:>8.0} {:>8.1} {:>8.1} {:>11.0} {:>9.0} {:>9.1} {:>10.1}",
+            r.label,
+            r.report.requests,
+            r.report.errors,
+            r.report.rps(),
+            r.report.p50_us as f64 / 1000.0,
+            r.report.p99_us as f64 / 1000.0,
+            r.cpu_us_per_call,
+            in_flight,
+            r.rss_peak_kib as f64 / 1024.0,
+            held
+        );
+    }
+    println!(
+        "in flight: calls/s × mean latency (Little's law). RSS: the api process's peak resident memory during the run; KiB/flight: its growth over the idle process, per call in flight."
+    );
+    println!(
+        "model calls answered: {}; settlements: {}",
+        llm.completed(),
+        facilitator.transfers()
+    );
+}
