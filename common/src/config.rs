@@ -48,6 +48,10 @@ pub enum LogFormat {
     Json,
 }
 
+/// Jobs of one kind a worker process runs at once by default. They wait on the model or Twilio
+/// most of the time; with a 2 s model, 32 at once is 16 coaching calls a second per process.
+pub const DEFAULT_WORKER_CONCURRENCY: usize = 32;
+
 /// SQLite's `synchronous` level in WAL mode (the README argues the default).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SqliteSync {
@@ -92,6 +96,8 @@ pub struct Config {
     pub sms_provider: SmsProviderKind,
     pub twilio: Option<TwilioConfig>,
     pub call_deadline: Duration,
+    /// `WORKER_CONCURRENCY`: jobs of one kind a worker process runs at once (1-1024).
+    pub worker_concurrency: usize,
     /// How often the sweeper looks for due review sends and follow-ups.
     pub sweep_interval: Duration,
     pub otlp_endpoint: Option<String>,
@@ -225,6 +231,14 @@ impl Config {
                 "must be between 1 and 59 seconds",
             ));
         }
+        let worker_concurrency: usize = parse_or(
+            "WORKER_CONCURRENCY",
+            var("WORKER_CONCURRENCY"),
+            &DEFAULT_WORKER_CONCURRENCY.to_string(),
+        )?;
+        if !(1..=1024).contains(&worker_concurrency) {
+            return Err(invalid("WORKER_CONCURRENCY", "must be between 1 and 1024"));
+        }
         let sqlite_sync = match var("SQLITE_SYNCHRONOUS").as_deref() {
             None | Some("normal") => SqliteSync::Normal,
             Some("full") => SqliteSync::Full,
@@ -265,6 +279,7 @@ impl Config {
             sms_provider,
             twilio,
             call_deadline: Duration::from_secs(deadline_s),
+            worker_concurrency,
             sweep_interval: Duration::from_secs(sweep_s),
             otlp_endpoint: var("OTEL_EXPORTER_OTLP_ENDPOINT"),
             log_format,

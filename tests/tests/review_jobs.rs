@@ -98,6 +98,7 @@ async fn rig() -> Rig {
         status_callback: None,
         sweeps: Arc::default(),
         liveness,
+        concurrency: grove_common::config::DEFAULT_WORKER_CONCURRENCY,
     };
     Rig {
         deps: Arc::new(deps),

@@ -69,6 +69,7 @@ async fn rig() -> Rig {
         status_callback: Some(format!("{BASE_URL}{STATUS_PATH}")),
         sweeps: Arc::default(),
         liveness,
+        concurrency: grove_common::config::DEFAULT_WORKER_CONCURRENCY,
     };
     Rig {
         deps,

@@ -40,6 +40,8 @@ pub struct Deps {
     /// This process's liveness lock: its runs' leases name it, and it tells which other
     /// processes died (their calls are taken over at once).
     pub liveness: Arc<Liveness>,
+    /// Jobs of one kind this process runs at once (`WORKER_CONCURRENCY`).
+    pub concurrency: usize,
 }
 
 #[derive(Debug, thiserror::Error)]

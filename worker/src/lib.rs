@@ -101,6 +101,7 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
         status_callback,
         sweeps,
         liveness,
+        concurrency: config.worker_concurrency,
     })
 }
 

@@ -10,6 +10,7 @@
 //! the load generator runs in this process, so it never counts towards the server's CPU.
 
 use grove_bench::load::{self, Request};
+use grove_common::config::DEFAULT_WORKER_CONCURRENCY;
 use grove_tests::{
     PAY_TO, TestDb,
     api_process::ApiProcess,
@@ -75,9 +76,11 @@ struct Server {
     _db: TestDb,
 }
 
-async fn server(facilitator: &FakeFacilitator, llm: &FakeLlm) -> Server {
+async fn server(facilitator: &FakeFacilitator, llm: &FakeLlm, worker_concurrency: usize) -> Server {
     let db = TestDb::on("sqlite").await;
+    let concurrency = worker_concurrency.to_string();
     let env: Vec<(String, String)> = [
+        ("WORKER_CONCURRENCY", concurrency.as_str()),
         ("APP_ENV", "development"),
         ("BIND_ADDR", "127.0.0.1:0"),
         ("PUBLIC_BASE_URL", "http://127.0.0.1"),
@@ -87,7 +90,8 @@ async fn server(facilitator: &FakeFacilitator, llm: &FakeLlm) -> Server {
         ("LLM_API_KEY", "test"),
         ("LLM_BASE_URL", &llm.openai_base()),
         ("DATABASE_URL", &db.url),
-        ("RUST_LOG", "warn"),
+        // Warnings only, as grove.sh runs it, and the binary's own "listening" line.
+        ("RUST_LOG", "warn,api=info"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -119,7 +123,6 @@ struct Row {
     label: String,
     report: load::Report,
     cpu_us_per_call: f64,
-    rss_idle_kib: u64,
     rss_peak_kib: u64,
     mean_ms: f64,
 }
@@ -176,7 +179,6 @@ async fn measure(
     Row {
         label,
         cpu_us_per_call: cpu as f64 / calls,
-        rss_idle_kib,
         rss_peak_kib: peak.load(Ordering::Relaxed),
         mean_ms,
         report,
@@ -216,7 +218,7 @@ async fn main() {
     let mut next = 0usize;
 
     // Instant model: throughput as connections grow.
-    let s = server(&facilitator, &llm).await;
+    let s = server(&facilitator, &llm, DEFAULT_WORKER_CONCURRENCY).await;
     let ch = challenge(&s.api.url).await;
     for connections in [1usize, 16, 64, 256] {
         // Enough distinct paid calls for the run (about 1,000 a second at most here).
@@ -228,23 +230,33 @@ async fn main() {
     }
     drop(s);
 
-    // A model that takes 2 s: calls in flight, and what they hold.
-    let s = server(&facilitator, &llm).await;
-    let ch = challenge(&s.api.url).await;
-    for connections in [64usize, 256] {
-        let n = connections * (secs as usize / 2 + 2);
-        llm.script(std::iter::repeat_n(Reply::Slow(SLOW_MODEL), n));
-        let prepared = Arc::new(prepare(&ch, next, n));
-        next += n;
-        let label = format!("2 s model, {connections} conn");
-        let row = measure(label, &s, prepared, connections, secs.max(10)).await;
-        rows.push(row);
-        // Let the calls of this run finish before the next one measures.
-        tokio::time::sleep(SLOW_MODEL * 2).await;
+    // A model that takes 2 s: calls in flight, and what they hold. With the default
+    // WORKER_CONCURRENCY (32 jobs at once) the rest wait in the queue; with 256 they all run.
+    let mut slow_rss = Vec::new();
+    for (concurrency, runs) in [
+        (DEFAULT_WORKER_CONCURRENCY, &[256usize][..]),
+        (256, &[64, 256][..]),
+    ] {
+        let s = server(&facilitator, &llm, concurrency).await;
+        let ch = challenge(&s.api.url).await;
+        for &connections in runs {
+            let n = connections * (secs as usize / 2 + 2);
+            llm.script(std::iter::repeat_n(Reply::Slow(SLOW_MODEL), n));
+            let prepared = Arc::new(prepare(&ch, next, n));
+            next += n;
+            let label = format!("2 s model, {connections} conn, {concurrency} jobs");
+            let row = measure(label, &s, prepared, connections, secs.max(10)).await;
+            if concurrency == 256 {
+                slow_rss.push((connections, row.rss_peak_kib));
+            }
+            rows.push(row);
+            // Let the calls of this run finish before the next one measures.
+            tokio::time::sleep(SLOW_MODEL * 2).await;
+        }
     }
 
     println!(
-        "{:<26} {:>7} {:>6} {:>8} {:>8} {:>8} {:>11} {:>9} {:>9} {:>10}",
+        "{:<34} {:>7} {:>6} {:>8} {:>8} {:>8} {:>11} {:>9} {:>9}",
         "run",
         "calls",
         "errors",
@@ -253,14 +265,12 @@ async fn main() {
         "p99 ms",
         "CPU µs/call",
         "in flight",
-        "RSS MiB",
-        "KiB/flight"
+        "RSS MiB"
     );
     for r in &rows {
         let in_flight = r.report.rps() * r.mean_ms / 1000.0;
-        let held = r.rss_peak_kib.saturating_sub(r.rss_idle_kib) as f64 / in_flight.max(1.0);
         println!(
-            "{:<26} {:>7} {:>6} {:>8.0} {:>8.1} {:>8.1} {:>11.0} {:>9.0} {:>9.1} {:>10.1}",
+            "{:<34} {:>7} {:>6} {:>8.0} {:>8.1} {:>8.1} {:>11.0} {:>9.0} {:>9.1}",
             r.label,
             r.report.requests,
             r.report.errors,
@@ -270,12 +280,17 @@ async fn main() {
             r.cpu_us_per_call,
             in_flight,
             r.rss_peak_kib as f64 / 1024.0,
-            held
         );
     }
     println!(
-        "in flight: calls/s × mean latency (Little's law). RSS: the api process's peak resident memory during the run; KiB/flight: its growth over the idle process, per call in flight."
+        "in flight: calls/s × mean latency (Little's law), queued ones included. RSS: the api process's peak resident memory during the run."
     );
+    if let [(c1, m1), (c2, m2)] = slow_rss[..] {
+        println!(
+            "memory per call in flight (2 s model, 256 jobs, {c1} -> {c2} connections): {:.0} KiB",
+            m2.saturating_sub(m1) as f64 / (c2 - c1) as f64
+        );
+    }
     println!(
         "model calls answered: {}; settlements: {}",
         llm.completed(),

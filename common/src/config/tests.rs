@@ -77,6 +77,7 @@ fn bad_values_name_their_variable() {
         ("CALL_DEADLINE_S", "soon"),
         ("BIND_ADDR", "nowhere"),
         ("SQLITE_SYNCHRONOUS", "off"),
+        ("WORKER_CONCURRENCY", "0"),
     ] {
         let err = config(&[(k, v)]).unwrap_err();
         assert!(err.to_string().starts_with(k), "{err}");

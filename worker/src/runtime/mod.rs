@@ -27,9 +27,6 @@ use std::{future::Future, str::FromStr, sync::Arc, time::Duration};
 use supervise::Lane;
 use tokio::sync::watch;
 
-/// How many jobs of one kind a worker process runs at once (they are I/O-bound).
-pub const CONCURRENCY: usize = 32;
-
 /// How long a consumer may go without getting back to Redis before the process gives up.
 pub const DEFAULT_RECOVERY_LIMIT: Duration = Duration::from_secs(60);
 
@@ -97,7 +94,7 @@ fn heartbeats(health: ConsumerHandle) -> impl Fn(&WorkerContext, &Event) + Send 
     }
 }
 
-/// The one builder chain of a job consumer: `handler` over `backend`, `CONCURRENCY` jobs at a
+/// The one builder chain of a job consumer: `handler` over `backend`, `deps.concurrency` jobs at a
 /// time, with the worker's deps, reporting heartbeats to `health`, until `stopped` turns true.
 /// (A macro: the chain's types differ per backend and handler, and apalis's bounds on them are
 /// not worth restating.)
@@ -105,7 +102,7 @@ macro_rules! consumer {
     ($name:expr, $backend:expr, $deps:expr, $handler:expr, $health:expr, $stopped:expr) => {
         WorkerBuilder::new($name)
             .backend($backend)
-            .concurrency(CONCURRENCY)
+            .concurrency($deps.concurrency)
             .data(Arc::clone($deps))
             .on_event(heartbeats($health))
             .build($handler)
@@ -192,7 +189,7 @@ pub async fn run_redis_with(
         Arc::clone(&deps),
         stopped.clone(),
     )?;
-    tracing::info!(namespace, concurrency = CONCURRENCY, "worker ready");
+    tracing::info!(namespace, concurrency = deps.concurrency, "worker ready");
     let all = async { tokio::join!(coaching, review, sweeper, takeover) };
     let (coaching, review, sweeper, ()) = tokio::select! {
         ended = all => ended,
