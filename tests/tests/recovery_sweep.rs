@@ -8,11 +8,15 @@ use chrono::{DateTime, TimeZone, Utc};
 use grove_common::{
     clock::Clock,
     config::Config,
-    db::{calls, entities::call},
+    db::{
+        calls,
+        entities::{call, payment},
+        payments::status as pay_status,
+    },
 };
 use grove_tests::{
     BASE_URL, PAY_TO, TestDb, action_body,
-    facilitator::FakeFacilitator,
+    facilitator::{FakeFacilitator, SettleScript},
     free_port,
     llm::{FakeLlm, Reply, caller_body},
     paid::{Options, REDIS_URL, namespace, spawn_paid, spawn_redis_worker, start_process},
@@ -313,4 +317,93 @@ async fn the_embedded_mode_runs_at_start_up_the_calls_its_previous_run_had_queue
     })
     .await;
     assert_eq!(rig.llm.received(), 1);
+}
+
+#[tokio::test]
+async fn a_settlement_whose_process_died_before_its_outcome_is_reconciled_not_lost() {
+    let db = TestDb::new().await;
+    let llm = FakeLlm::start().await;
+    let facilitator = FakeFacilitator::start().await;
+    // The transfer happens at once; the answer would come a minute later.
+    facilitator.script(SettleScript::Slow(Duration::from_secs(60)));
+    let port = free_port();
+    let env: Vec<(String, String)> = [
+        ("BIND_ADDR", format!("127.0.0.1:{port}")),
+        ("PUBLIC_BASE_URL", BASE_URL.into()),
+        ("DATABASE_URL", db.url.clone()),
+        ("X402_PAY_TO", PAY_TO.into()),
+        ("X402_FACILITATOR_URL", facilitator.url().into()),
+        ("X402_FACILITATOR_TIMEOUT_S", "30".into()),
+        ("LLM_PROVIDER", "openai".into()),
+        ("LLM_BASE_URL", llm.openai_base()),
+        ("CALL_DEADLINE_S", "30".into()),
+        ("SWEEP_INTERVAL_S", "1".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let mut api = EmbeddedApi::start(env, port).await;
+
+    let body = caller_body("diagnose_growth");
+    let challenge = api.post(PATH, &body).send().await.expect("challenge");
+    let challenge = challenge.headers()["payment-required"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    let payment = TestWallet::new().pay(&challenge, PayOptions::default());
+    let cut = tokio::spawn(
+        api.post(PATH, &body)
+            .header("payment-signature", &payment)
+            .send(),
+    );
+    wait_until("the transfer", async || facilitator.transfers() == 1).await;
+
+    // The money moved and the gate is still waiting for the answer: the process dies, so no
+    // outcome (not even "unknown") is ever recorded by it.
+    api.kill();
+    assert!(cut.await.expect("task").is_err(), "the request was cut");
+    let conn = grove_common::db::connect_url(&db.url).await.expect("db");
+    let reserved = payment::Entity::find().one(&conn).await.expect("read");
+    assert_eq!(
+        reserved.map(|p| p.status).as_deref(),
+        Some(pay_status::RESERVED),
+        "the crash left the reservation without an outcome"
+    );
+
+    // Started again (with a short settle timeout, so the reservation is stale within seconds),
+    // the server reconciles it as unknown: the re-post finds the transfer made, the work runs.
+    facilitator.script(SettleScript::Success);
+    for (k, v) in &mut api.env {
+        if k == "X402_FACILITATOR_TIMEOUT_S" {
+            *v = "1".into();
+        }
+    }
+    api.launch().await;
+    wait_until("the call to complete with no client", async || {
+        call::Entity::find()
+            .one(&conn)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|c| c.status == calls::status::COMPLETED)
+    })
+    .await;
+    let settled = payment::Entity::find().one(&conn).await.expect("read");
+    assert_eq!(
+        settled.map(|p| p.status).as_deref(),
+        Some(pay_status::SETTLED)
+    );
+    assert_eq!(facilitator.transfers(), 1, "one transfer, never a second");
+    assert_eq!(llm.received(), 1, "one model call");
+
+    // The client's retry gets the result; nothing is charged or called again.
+    let replay = api
+        .post(PATH, &body)
+        .header("payment-signature", &payment)
+        .send()
+        .await
+        .expect("replay");
+    assert_eq!(replay.status(), 200);
+    assert_eq!(facilitator.transfers(), 1);
+    assert_eq!(llm.received(), 1);
 }

@@ -33,6 +33,7 @@ use crate::{
 use chrono::{DateTime, Duration, Utc};
 use decide::decide;
 use futures::future::join_all;
+use grove_common::config::SettlementMode;
 use grove_common::db::{calls, entities::payment, payments::status as pay_status};
 use sea_orm::{
     ColumnTrait, DbErr, EntityTrait, ExprTrait, QueryFilter, QueryOrder, QuerySelect,
@@ -94,11 +95,46 @@ pub async fn run(
     }
 }
 
-/// One pass: every due unknown payment, then every stranded settled call. `started_at`: when
-/// this process started.
+/// How long a reservation may wait for its settlement's outcome before it counts as unknown:
+/// twice the longest settle timeout, and a margin. A gate that is alive records an outcome
+/// (unknown, at worst) within one timeout, so a reservation older than this lost its process
+/// mid-settlement (or the write of its outcome), and the money may have moved. Marking it
+/// unknown early is harmless: the re-posted identical `/settle` cannot move money twice.
+fn stale_reservation_after(state: &AppState) -> Duration {
+    let settlement = &state.config.settlement;
+    let longest = match settlement.mode {
+        SettlementMode::Facilitator => state.config.facilitator_timeout,
+        SettlementMode::SelfHosted => settlement.timeout,
+    };
+    Duration::from_std(longest * 2).unwrap_or(Duration::minutes(10)) + Duration::seconds(5)
+}
+
+/// Reservations whose outcome was never recorded, past `stale_reservation_after`: unknown, due now.
+async fn reservations_left_unknown(state: &AppState, now: DateTime<Utc>) -> Result<u64, DbErr> {
+    let cutoff = now - stale_reservation_after(state);
+    let res = payment::Entity::update_many()
+        .col_expr(payment::Column::Status, Expr::value(pay_status::UNKNOWN))
+        .col_expr(payment::Column::NextCheckAt, Expr::value(now))
+        .col_expr(payment::Column::UpdatedAt, Expr::value(now))
+        .filter(payment::Column::Status.eq(pay_status::RESERVED))
+        .filter(payment::Column::UpdatedAt.lt(cutoff))
+        .exec(&state.db)
+        .await?;
+    if res.rows_affected > 0 {
+        tracing::warn!(
+            payments = res.rows_affected,
+            "settlements whose process ended before their outcome was recorded; reconciling them as unknown"
+        );
+    }
+    Ok(res.rows_affected)
+}
+
+/// One pass: reservations left without an outcome, every due unknown payment, then every
+/// stranded settled call. `started_at`: when this process started.
 pub async fn pass(state: &AppState, started_at: DateTime<Utc>) -> Result<PassStats, DbErr> {
     let mut stats = PassStats::default();
     let now = state.clock.wall();
+    reservations_left_unknown(state, now).await?;
     let due = payment::Entity::find()
         .filter(payment::Column::Status.eq(pay_status::UNKNOWN))
         .filter(payment::Column::NextCheckAt.lte(now))
