@@ -149,6 +149,35 @@ async fn consumers_resume_after_a_pause_longer_than_the_response_timeout() {
 }
 
 #[tokio::test]
+async fn the_workers_readiness_is_503_naming_its_consumers_while_redis_is_gone() {
+    let mut rig = rig(false, 60).await;
+    let readyz = format!("{}/readyz", rig.health);
+    rig.redis.kill();
+    let mut seen: Option<Value> = None;
+    wait_until("the worker to report not ready", async || {
+        match rig.http.get(&readyz).send().await {
+            Ok(r) if r.status() == 503 => {
+                seen = r.json().await.ok();
+                true
+            }
+            _ => false,
+        }
+    })
+    .await;
+    let body = seen.expect("a JSON body");
+    assert_eq!(body["status"], "not_ready");
+    let consumers = body["consumers"].as_array().expect("consumers listed");
+    assert!(
+        consumers.iter().any(|c| c["state"] != "running"),
+        "a consumer down is named: {body}"
+    );
+    // The worker is still up (its limit is 60 s) and ready again once Redis is back.
+    assert!(rig.worker.try_wait().expect("wait").is_none());
+    rig.redis.restart().await;
+    wait_until("the worker to be ready again", async || rig.ready().await).await;
+}
+
+#[tokio::test]
 async fn a_worker_that_cannot_get_back_to_redis_exits_non_zero() {
     let mut rig = rig(false, 2).await;
     rig.redis.kill();
