@@ -31,7 +31,9 @@ struct Rig {
     _stop: watch::Sender<bool>,
 }
 
-async fn rig(postgres_and_redis: bool) -> Rig {
+/// The embedded default, or PostgreSQL + Redis with `workers` worker processes' worth of
+/// consumers (each with its own liveness lock, as separate processes would have).
+async fn rig(postgres_and_redis: bool, workers: usize) -> Rig {
     let db = TestDb::on(if postgres_and_redis {
         "postgres"
     } else {
@@ -52,12 +54,14 @@ async fn rig(postgres_and_redis: bool) -> Rig {
     }
     let config = Config::from_map(&env).expect("config");
     if postgres_and_redis {
-        spawn_redis_worker(
-            config.clone(),
-            stopped,
-            std::sync::Arc::new(grove_common::clock::SystemClock),
-        )
-        .await;
+        for _ in 0..workers {
+            spawn_redis_worker(
+                config.clone(),
+                stopped.clone(),
+                std::sync::Arc::new(grove_common::clock::SystemClock),
+            )
+            .await;
+        }
     }
     let app = grove_tests::start(config).await;
     Rig {
@@ -103,8 +107,14 @@ fn paid_request(base: &str, prepared: &Arc<Vec<(Vec<u8>, String)>>, i: usize) ->
     }
 }
 
-async fn scenario(label: &str, postgres_and_redis: bool, secs: u64, calls: usize) -> Vec<Report> {
-    let r = rig(postgres_and_redis).await;
+async fn scenario(
+    label: &str,
+    postgres_and_redis: bool,
+    workers: usize,
+    secs: u64,
+    calls: usize,
+) -> Vec<Report> {
+    let r = rig(postgres_and_redis, workers).await;
     let client = grove_common::http_client::builder()
         .no_proxy()
         .build()
@@ -192,7 +202,7 @@ async fn main() {
     );
 
     // Baseline in the same run: the sandbox path at the same concurrency.
-    let base_rig = rig(false).await;
+    let base_rig = rig(false, 0).await;
     let b = base_rig.base.clone();
     let body = caller_body("diagnose_growth").to_string().into_bytes();
     let sandbox = load::run(
@@ -216,8 +226,11 @@ async fn main() {
     drop(base_rig);
 
     let mut reports = vec![sandbox, sandbox_1];
-    reports.extend(scenario("embedded (SQLite)", false, secs, calls).await);
-    reports.extend(scenario("PostgreSQL + Redis", true, secs, calls).await);
+    reports.extend(scenario("embedded (SQLite)", false, 0, secs, calls).await);
+    reports.extend(scenario("PostgreSQL + Redis", true, 1, secs, calls).await);
+    // Workers scale out: each takes at most one job per 10 ms from a queue (it leaves the next
+    // to the others), so one worker tops out near 100 calls a second.
+    reports.extend(scenario("PostgreSQL + Redis, 3 workers", true, 3, secs, calls).await);
     load::print(&reports, &reports[0]);
     let seq = |label: &str| {
         reports
