@@ -4,3 +4,4 @@
 
 pub mod eval;
 pub mod load;
+pub mod paid;

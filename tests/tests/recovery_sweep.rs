@@ -190,6 +190,29 @@ impl EmbeddedApi {
     }
 }
 
+/// The embedded api's settings on `port`: loopback fakes, a 30 s call deadline, a sweep a second.
+fn embedded_env(
+    port: u16,
+    db: &TestDb,
+    facilitator: &FakeFacilitator,
+    llm: &FakeLlm,
+) -> Vec<(String, String)> {
+    [
+        ("BIND_ADDR", format!("127.0.0.1:{port}")),
+        ("PUBLIC_BASE_URL", BASE_URL.into()),
+        ("DATABASE_URL", db.url.clone()),
+        ("X402_PAY_TO", PAY_TO.into()),
+        ("X402_FACILITATOR_URL", facilitator.url().into()),
+        ("LLM_PROVIDER", "openai".into()),
+        ("LLM_BASE_URL", llm.openai_base()),
+        ("CALL_DEADLINE_S", "30".into()),
+        ("SWEEP_INTERVAL_S", "1".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
 impl Drop for EmbeddedApi {
     fn drop(&mut self) {
         self.kill();
@@ -204,20 +227,7 @@ async fn the_embedded_mode_finishes_a_call_in_flight_after_a_crash_and_restart()
     // The first run's answer would take long: the crash comes first. The re-run's is quick.
     llm.script([Reply::Slow(Duration::from_secs(60))]);
     let port = free_port();
-    let env: Vec<(String, String)> = [
-        ("BIND_ADDR", format!("127.0.0.1:{port}")),
-        ("PUBLIC_BASE_URL", BASE_URL.into()),
-        ("DATABASE_URL", db.url.clone()),
-        ("X402_PAY_TO", PAY_TO.into()),
-        ("X402_FACILITATOR_URL", facilitator.url().into()),
-        ("LLM_PROVIDER", "openai".into()),
-        ("LLM_BASE_URL", llm.openai_base()),
-        ("CALL_DEADLINE_S", "30".into()),
-        ("SWEEP_INTERVAL_S", "1".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
+    let env = embedded_env(port, &db, &facilitator, &llm);
     let mut api = EmbeddedApi::start(env, port).await;
 
     let body = caller_body("diagnose_growth");
@@ -327,21 +337,8 @@ async fn a_settlement_whose_process_died_before_its_outcome_is_reconciled_not_lo
     // The transfer happens at once; the answer would come a minute later.
     facilitator.script(SettleScript::Slow(Duration::from_secs(60)));
     let port = free_port();
-    let env: Vec<(String, String)> = [
-        ("BIND_ADDR", format!("127.0.0.1:{port}")),
-        ("PUBLIC_BASE_URL", BASE_URL.into()),
-        ("DATABASE_URL", db.url.clone()),
-        ("X402_PAY_TO", PAY_TO.into()),
-        ("X402_FACILITATOR_URL", facilitator.url().into()),
-        ("X402_FACILITATOR_TIMEOUT_S", "30".into()),
-        ("LLM_PROVIDER", "openai".into()),
-        ("LLM_BASE_URL", llm.openai_base()),
-        ("CALL_DEADLINE_S", "30".into()),
-        ("SWEEP_INTERVAL_S", "1".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
+    let mut env = embedded_env(port, &db, &facilitator, &llm);
+    env.push(("X402_FACILITATOR_TIMEOUT_S".into(), "30".into()));
     let mut api = EmbeddedApi::start(env, port).await;
 
     let body = caller_body("diagnose_growth");

@@ -5,21 +5,20 @@
 //! `cargo run --release -p grove-bench --bin paid -- [seconds] [calls]`
 //! Runs the embedded default (SQLite, in-process queue) and PostgreSQL + Redis (one worker).
 
-use grove_bench::load::{self, Report, Request};
+use grove_bench::{
+    load::{self, Report, Request},
+    paid::{self, PATH},
+};
 use grove_common::config::Config;
 use grove_tests::{
     TestDb, default_env,
     facilitator::FakeFacilitator,
     llm::{FakeLlm, caller_body},
     paid::{REDIS_URL, namespace, spawn_redis_worker},
-    x402::{PayOptions, TestWallet},
 };
-use reqwest::Method;
-use serde_json::Value;
 use std::{sync::Arc, time::Duration};
 use tokio::sync::watch;
 
-const PATH: &str = "/api/v1/agents/mary/call";
 const CONNECTIONS: usize = 64;
 
 struct Rig {
@@ -74,39 +73,6 @@ async fn rig(postgres_and_redis: bool, workers: usize) -> Rig {
     }
 }
 
-/// One distinct body per call (else the second would be a replay), each with a fresh payment.
-fn bodies_and_payments(challenge: &str, n: usize) -> Vec<(Vec<u8>, String)> {
-    let wallet = TestWallet::new();
-    (0..n)
-        .map(|i| {
-            let mut body = caller_body("diagnose_growth");
-            let text = body["messages"][0]["content"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            body["messages"][0]["content"] = Value::from(format!("{text} (ref {i})"));
-            (
-                body.to_string().into_bytes(),
-                wallet.pay(challenge, PayOptions::default()),
-            )
-        })
-        .collect()
-}
-
-fn paid_request(base: &str, prepared: &Arc<Vec<(Vec<u8>, String)>>, i: usize) -> Request {
-    let (body, payment) = &prepared[i % prepared.len()];
-    Request {
-        method: Method::POST,
-        url: format!("{base}{PATH}"),
-        headers: vec![
-            ("content-type", "application/json".into()),
-            ("payment-signature", payment.clone()),
-        ],
-        body: Some(body.clone()),
-        expect_status: 200,
-    }
-}
-
 async fn scenario(
     label: &str,
     postgres_and_redis: bool,
@@ -115,22 +81,8 @@ async fn scenario(
     calls: usize,
 ) -> Vec<Report> {
     let r = rig(postgres_and_redis, workers).await;
-    let client = grove_common::http_client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
-    let challenge = client
-        .post(format!("{}{PATH}", r.base))
-        .header("content-type", "application/json")
-        .body(caller_body("diagnose_growth").to_string())
-        .send()
-        .await
-        .expect("402")
-        .headers()["payment-required"]
-        .to_str()
-        .expect("ascii")
-        .to_owned();
-    let prepared = Arc::new(bodies_and_payments(&challenge, calls + 200));
+    let challenge = paid::challenge(&r.base).await;
+    let prepared = Arc::new(paid::bodies_and_payments(&challenge, 0, calls + 200));
     let (warm, dur) = (Duration::ZERO, Duration::from_secs(secs));
     let mut out = Vec::new();
 
@@ -143,7 +95,7 @@ async fn scenario(
             warm,
             dur,
             200,
-            move |i| paid_request(&b, &p, i),
+            move |i| paid::paid_request(&b, &p, i),
         )
         .await,
     );
@@ -157,7 +109,7 @@ async fn scenario(
             warm,
             dur,
             calls,
-            move |i| paid_request(&b, &p, i + offset),
+            move |i| paid::paid_request(&b, &p, i + offset),
         )
         .await,
     );
@@ -169,7 +121,7 @@ async fn scenario(
             1,
             Duration::from_millis(300),
             dur,
-            move |i| paid_request(&b, &p, i % 200),
+            move |i| paid::paid_request(&b, &p, i % 200),
         )
         .await,
     );
@@ -180,7 +132,7 @@ async fn scenario(
             CONNECTIONS,
             Duration::from_millis(300),
             dur,
-            move |i| paid_request(&b, &p, i % 200),
+            move |i| paid::paid_request(&b, &p, i % 200),
         )
         .await,
     );

@@ -9,17 +9,14 @@
 //! Facilitator and model are the loopback fakes of the tests (instant unless told otherwise);
 //! the load generator runs in this process, so it never counts towards the server's CPU.
 
-use grove_bench::load::{self, Request};
+use grove_bench::{load, paid};
 use grove_common::config::DEFAULT_WORKER_CONCURRENCY;
 use grove_tests::{
     PAY_TO, TestDb,
     api_process::ApiProcess,
     facilitator::FakeFacilitator,
-    llm::{FakeLlm, Reply, caller_body},
-    x402::{PayOptions, TestWallet},
+    llm::{FakeLlm, Reply},
 };
-use reqwest::Method;
-use serde_json::Value;
 use std::{
     path::PathBuf,
     sync::{
@@ -29,7 +26,6 @@ use std::{
     time::Duration,
 };
 
-const PATH: &str = "/api/v1/agents/mary/call";
 const SLOW_MODEL: Duration = Duration::from_secs(2);
 
 /// The release `api` beside this program (target/release/api), or GROVE_API_BIN.
@@ -100,25 +96,6 @@ async fn server(facilitator: &FakeFacilitator, llm: &FakeLlm, worker_concurrency
     Server { api, _db: db }
 }
 
-/// `n` distinct paid bodies (else a second one would be a replay), each with its own payment.
-fn prepare(challenge: &str, from: usize, n: usize) -> Vec<(Vec<u8>, String)> {
-    let wallet = TestWallet::new();
-    (from..from + n)
-        .map(|i| {
-            let mut body = caller_body("diagnose_growth");
-            let text = body["messages"][0]["content"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            body["messages"][0]["content"] = Value::from(format!("{text} (ref {i})"));
-            (
-                body.to_string().into_bytes(),
-                wallet.pay(challenge, PayOptions::default()),
-            )
-        })
-        .collect()
-}
-
 struct Row {
     label: String,
     report: load::Report,
@@ -156,19 +133,7 @@ async fn measure(
         Duration::ZERO,
         Duration::from_secs(secs),
         max,
-        move |i| {
-            let (body, payment) = &prepared[i % prepared.len()];
-            Request {
-                method: Method::POST,
-                url: format!("{base}{PATH}"),
-                headers: vec![
-                    ("content-type", "application/json".into()),
-                    ("payment-signature", payment.clone()),
-                ],
-                body: Some(body.clone()),
-                expect_status: 200,
-            }
-        },
+        move |i| paid::paid_request(&base, &prepared, i),
     )
     .await;
     let cpu = cpu_us(pid).saturating_sub(cpu_before);
@@ -183,24 +148,6 @@ async fn measure(
         mean_ms,
         report,
     }
-}
-
-async fn challenge(base: &str) -> String {
-    let client = grove_common::http_client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
-    client
-        .post(format!("{base}{PATH}"))
-        .header("content-type", "application/json")
-        .body(caller_body("diagnose_growth").to_string())
-        .send()
-        .await
-        .expect("402")
-        .headers()["payment-required"]
-        .to_str()
-        .expect("ascii")
-        .to_owned()
 }
 
 #[tokio::main]
@@ -219,11 +166,11 @@ async fn main() {
 
     // Instant model: throughput as connections grow.
     let s = server(&facilitator, &llm, DEFAULT_WORKER_CONCURRENCY).await;
-    let ch = challenge(&s.api.url).await;
+    let ch = paid::challenge(&s.api.url).await;
     for connections in [1usize, 16, 64, 256] {
         // Enough distinct paid calls for the run (about 1,000 a second at most here).
         let n = (secs as usize * 1200).max(connections * 4);
-        let prepared = Arc::new(prepare(&ch, next, n));
+        let prepared = Arc::new(paid::bodies_and_payments(&ch, next, n));
         next += n;
         let label = format!("instant model, {connections} conn");
         rows.push(measure(label, &s, prepared, connections, secs).await);
@@ -238,11 +185,11 @@ async fn main() {
         (256, &[64, 256][..]),
     ] {
         let s = server(&facilitator, &llm, concurrency).await;
-        let ch = challenge(&s.api.url).await;
+        let ch = paid::challenge(&s.api.url).await;
         for &connections in runs {
             let n = connections * (secs as usize / 2 + 2);
             llm.script(std::iter::repeat_n(Reply::Slow(SLOW_MODEL), n));
-            let prepared = Arc::new(prepare(&ch, next, n));
+            let prepared = Arc::new(paid::bodies_and_payments(&ch, next, n));
             next += n;
             let label = format!("2 s model, {connections} conn, {concurrency} jobs");
             let row = measure(label, &s, prepared, connections, secs.max(10)).await;
