@@ -158,6 +158,17 @@ pub async fn rig(persist: bool, recovery_limit_s: u64) -> Rig {
 }
 
 impl Rig {
+    /// Waits for the worker process to exit (`what` names why it should), and its status.
+    pub async fn exited(&mut self, what: &str) -> std::process::ExitStatus {
+        let mut status = None;
+        wait_until(what, async || {
+            status = self.worker.try_wait().expect("wait");
+            status.is_some()
+        })
+        .await;
+        status.expect("exited")
+    }
+
     /// The worker's `/readyz`: every consumer registered and heartbeating.
     pub async fn ready(&self) -> bool {
         match self

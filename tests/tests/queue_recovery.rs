@@ -182,13 +182,7 @@ async fn a_worker_that_cannot_get_back_to_redis_exits_non_zero() {
     let mut rig = rig(false, 2).await;
     rig.redis.kill();
     let gone = Instant::now();
-    let mut status = None;
-    wait_until("the worker to give up", async || {
-        status = rig.worker.try_wait().expect("wait");
-        status.is_some()
-    })
-    .await;
-    let status = status.expect("exited");
+    let status = rig.exited("the worker to give up").await;
     assert!(!status.success(), "exit status {status}");
     eprintln!(
         "Redis gone (limit 2 s): the worker exited with {status} after {:.2}s",
@@ -464,13 +458,7 @@ async fn a_worker_that_loses_its_liveness_lock_exits_non_zero() {
         .expect("terminate the lock's connection");
     assert_eq!(ended.len(), 1, "the one worker holds one lock");
     let lost = Instant::now();
-    let mut status = None;
-    wait_until("the worker to stop", async || {
-        status = rig.worker.try_wait().expect("wait");
-        status.is_some()
-    })
-    .await;
-    let status = status.expect("exited");
+    let status = rig.exited("the worker to stop").await;
     assert!(!status.success(), "exit status {status}");
     eprintln!(
         "liveness lock connection terminated: the worker exited with {status} after {:.2}s",

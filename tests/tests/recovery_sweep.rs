@@ -182,12 +182,45 @@ impl EmbeddedApi {
         }
     }
 
+    /// Pays for `body` (402, then a fresh authorization) and sends the paid call on its own task,
+    /// so the test can kill the process under it. The payment comes back for the retry.
+    async fn pay_in_background(
+        &self,
+        body: &Value,
+    ) -> (
+        String,
+        tokio::task::JoinHandle<reqwest::Result<reqwest::Response>>,
+    ) {
+        let challenge = self.post(PATH, body).send().await.expect("challenge");
+        assert_eq!(challenge.status(), 402);
+        let challenge = challenge.headers()["payment-required"]
+            .to_str()
+            .expect("ascii")
+            .to_owned();
+        let payment = TestWallet::new().pay(&challenge, PayOptions::default());
+        let paid = self.post(PATH, body).header("payment-signature", &payment);
+        (payment, tokio::spawn(paid.send()))
+    }
+
     fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
         self.http
             .post(format!("{}{path}", self.base))
             .header("content-type", "application/json")
             .body(body.to_string())
     }
+}
+
+/// Waits until the (only) call is completed, with no client waiting on it.
+async fn completed_without_client(conn: &sea_orm::DatabaseConnection) {
+    wait_until("the call to complete with no client", async || {
+        call::Entity::find()
+            .one(conn)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|c| c.status == calls::status::COMPLETED)
+    })
+    .await;
 }
 
 /// The embedded api's settings on `port`: loopback fakes, a 30 s call deadline, a sweep a second.
@@ -231,18 +264,7 @@ async fn the_embedded_mode_finishes_a_call_in_flight_after_a_crash_and_restart()
     let mut api = EmbeddedApi::start(env, port).await;
 
     let body = caller_body("diagnose_growth");
-    let challenge = api.post(PATH, &body).send().await.expect("challenge");
-    assert_eq!(challenge.status(), 402);
-    let challenge = challenge.headers()["payment-required"]
-        .to_str()
-        .expect("ascii")
-        .to_owned();
-    let payment = TestWallet::new().pay(&challenge, PayOptions::default());
-    let cut = tokio::spawn(
-        api.post(PATH, &body)
-            .header("payment-signature", &payment)
-            .send(),
-    );
+    let (payment, cut) = api.pay_in_background(&body).await;
     wait_until("the model request", async || llm.received() == 1).await;
 
     // Settled, and running at the model: the process dies without a word.
@@ -254,15 +276,7 @@ async fn the_embedded_mode_finishes_a_call_in_flight_after_a_crash_and_restart()
     api.launch().await;
 
     let conn = grove_common::db::connect_url(&db.url).await.expect("db");
-    wait_until("the call to complete with no client", async || {
-        call::Entity::find()
-            .one(&conn)
-            .await
-            .ok()
-            .flatten()
-            .is_some_and(|c| c.status == calls::status::COMPLETED)
-    })
-    .await;
+    completed_without_client(&conn).await;
     assert_eq!(facilitator.transfers(), 1);
     assert_eq!(llm.received(), 2, "the cut model call and one re-run");
 
@@ -342,17 +356,7 @@ async fn a_settlement_whose_process_died_before_its_outcome_is_reconciled_not_lo
     let mut api = EmbeddedApi::start(env, port).await;
 
     let body = caller_body("diagnose_growth");
-    let challenge = api.post(PATH, &body).send().await.expect("challenge");
-    let challenge = challenge.headers()["payment-required"]
-        .to_str()
-        .expect("ascii")
-        .to_owned();
-    let payment = TestWallet::new().pay(&challenge, PayOptions::default());
-    let cut = tokio::spawn(
-        api.post(PATH, &body)
-            .header("payment-signature", &payment)
-            .send(),
-    );
+    let (payment, cut) = api.pay_in_background(&body).await;
     wait_until("the transfer", async || facilitator.transfers() == 1).await;
 
     // The money moved and the gate is still waiting for the answer: the process dies, so no
@@ -376,15 +380,7 @@ async fn a_settlement_whose_process_died_before_its_outcome_is_reconciled_not_lo
         }
     }
     api.launch().await;
-    wait_until("the call to complete with no client", async || {
-        call::Entity::find()
-            .one(&conn)
-            .await
-            .ok()
-            .flatten()
-            .is_some_and(|c| c.status == calls::status::COMPLETED)
-    })
-    .await;
+    completed_without_client(&conn).await;
     let settled = payment::Entity::find().one(&conn).await.expect("read");
     assert_eq!(
         settled.map(|p| p.status).as_deref(),
