@@ -19,7 +19,7 @@
 use grove_common::catalog::{self, MODES, ModeId};
 use grove_common::requests::{self, CoachingRequest};
 use grove_common::{sandbox, schema::SchemaRegistry};
-use grove_worker::envelope::review;
+use grove_worker::envelope::{Caller, review};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -241,6 +241,7 @@ pub fn run() -> Result<Vec<Outcome>, String> {
             coach_of(c.mode),
             mode,
             &c.request,
+            &Caller::of(mode, &c.request),
             answer,
             (0, 0),
             receipt,

@@ -23,6 +23,8 @@ pub(super) struct Judge<'a> {
     pub coach: CoachId,
     pub mode: &'static Mode,
     pub request: &'a CoachingRequest,
+    /// What the caller gave, worked out once for the call.
+    pub caller: &'a envelope::Caller,
     pub response: &'a SchemaDoc,
     pub receipt: &'a Value,
 }
@@ -38,6 +40,7 @@ impl Judge<'_> {
             self.coach,
             self.mode,
             self.request,
+            self.caller,
             answer,
             (usage.input_tokens, usage.output_tokens),
             self.receipt.clone(),
@@ -49,7 +52,7 @@ impl Judge<'_> {
             };
         }
         let (more, left) = envelope::safe_repairs(self.response.json(), &mut env, |e| {
-            envelope::problems(self.response, self.mode, self.request, e)
+            envelope::problems(self.response, self.mode, self.request, self.caller, e)
         });
         if left.is_empty() && !more.is_empty() {
             repairs.extend(more);

@@ -3,7 +3,7 @@
 //! made here (lowering confidence, dropping numbers nobody gave, fixing case); anything else is
 //! left for the schema and [`super::check`] to report, so the model is asked to fix it.
 
-use super::coverage::{self, Confidence};
+use super::coverage::{Caller, Confidence};
 use super::schema::MODEL_GAPS_MAX;
 use grove_common::catalog::{CoachId, Mode, ModeId};
 use grove_common::requests::CoachingRequest;
@@ -26,12 +26,25 @@ pub const ENVELOPE_ORDER: [&str; 11] = [
     "receipt",
 ];
 
-/// The deliverable envelope for `model_output`. Never panics: a key the model left out stays out
-/// (the published schema then reports it), and a value of the wrong type is passed through as is.
+/// [`assemble_for`] with the caller's facts worked out here (tests, one-off uses).
 pub fn assemble(
     coach_id: CoachId,
     mode: &Mode,
     request: &CoachingRequest,
+    model_output: Value,
+    usage: (u64, u64),
+    receipt: Value,
+) -> Value {
+    let caller = Caller::of(mode, request);
+    assemble_for(coach_id, mode, &caller, model_output, usage, receipt)
+}
+
+/// The deliverable envelope for `model_output`. Never panics: a key the model left out stays out
+/// (the published schema then reports it), and a value of the wrong type is passed through as is.
+pub fn assemble_for(
+    coach_id: CoachId,
+    mode: &Mode,
+    caller: &Caller,
     model_output: Value,
     usage: (u64, u64),
     receipt: Value,
@@ -48,8 +61,8 @@ pub fn assemble(
         }
     }
 
-    let missing = coverage::missing_recommended(mode, request);
-    let mut ceiling = coverage::confidence_ceiling(mode, request);
+    let missing = &caller.missing;
+    let mut ceiling = caller.ceiling;
     // CONTRACT 8: a capacity plan without the data to decide is low confidence by definition.
     let verdict = model.get("deliverable").and_then(|d| d.get("verdict"));
     if verdict.and_then(Value::as_str) == Some("insufficient_data") {
@@ -61,10 +74,10 @@ pub fn assemble(
     {
         *c = claimed.min(ceiling).as_str().to_owned();
     }
-    if !coverage::caller_gave_numbers(request) {
+    if !caller.gave_numbers() {
         model.insert("numbers".into(), Value::Array(Vec::new()));
     }
-    let gaps = context_gaps(&missing, model.get("context_gaps"));
+    let gaps = context_gaps(missing, model.get("context_gaps"));
     model.insert("context_gaps".into(), gaps);
 
     let mut receipt = Some(receipt);

@@ -1,11 +1,12 @@
 //! Rules a JSON Schema cannot state (CONTRACT 8, last paragraph), checked on the assembled
 //! envelope after the published schema. Every field is read defensively: the model wrote it.
 
+use super::coverage::Caller;
 use super::figures::Figure;
 use super::modes::{self, Ctx, FieldKind};
 use super::prose::{self, Pool};
 use super::text::{items, push, sentences, strings};
-use super::{coverage, style, trace};
+use super::{style, trace};
 use grove_common::catalog::Mode;
 use grove_common::requests::CoachingRequest;
 use grove_common::schema::Violation;
@@ -14,6 +15,16 @@ use serde_json::Value;
 /// Every rule violation in `envelope`, each with a JSON pointer and a short rule. Empty means the
 /// envelope may be delivered (once the published schema also passes).
 pub fn check(mode: &Mode, request: &CoachingRequest, envelope: &Value) -> Vec<Violation> {
+    check_for(mode, request, &Caller::of(mode, request), envelope)
+}
+
+/// [`check`] with the caller's facts worked out once for the call.
+pub fn check_for(
+    mode: &Mode,
+    request: &CoachingRequest,
+    caller_facts: &Caller,
+    envelope: &Value,
+) -> Vec<Violation> {
     let caps = mode.tier.caps();
     let mut out = Vec::new();
 
@@ -52,8 +63,8 @@ pub fn check(mode: &Mode, request: &CoachingRequest, envelope: &Value) -> Vec<Vi
     }
 
     // Numbers first: what they show is what prose may cite.
-    let caller = coverage::caller_figures(request);
-    let mut known = trace::Known::new(&caller);
+    let caller = &caller_facts.figures;
+    let mut known = trace::Known::new(caller);
     let numbers = envelope.get("numbers").unwrap_or(&Value::Null);
     out.extend(trace::check_into(numbers, &mut known));
     let mut cited = caller.clone();
@@ -98,14 +109,13 @@ pub fn check(mode: &Mode, request: &CoachingRequest, envelope: &Value) -> Vec<Vi
         }
     }
 
-    let caller_text = coverage::caller_text(request);
     let cx = Ctx {
         envelope,
         request,
         d,
-        caller: &caller,
+        caller,
         pool: &pool,
-        caller_text: &caller_text,
+        caller_text: &caller_facts.text,
     };
     modes::check(mode.id, &cx, &mut out);
     out

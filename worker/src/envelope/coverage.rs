@@ -35,12 +35,52 @@ impl Confidence {
     }
 }
 
+/// What the caller gave, worked out once per call: the prompt, the assembly and every check of
+/// every answer read it (issue 12: the same walks over the request ran nine times a call).
+pub struct Caller {
+    /// [`missing_recommended`].
+    pub missing: Vec<&'static str>,
+    /// [`confidence_ceiling`].
+    pub ceiling: Confidence,
+    /// [`caller_figures`].
+    pub figures: Vec<Figure>,
+    /// The caller's own words: every `user` message and every string of `context`, one per line.
+    pub text: String,
+}
+
+impl Caller {
+    pub fn of(mode: &Mode, request: &CoachingRequest) -> Self {
+        let context = context_tree(request);
+        let missing = missing_in(mode, request, context.as_ref());
+        let figures = figures_in(request, context.as_ref());
+        let ceiling = ceiling_of(mode, &missing, !figures.is_empty());
+        let text = text_in(request, context.as_ref());
+        Self {
+            missing,
+            ceiling,
+            figures,
+            text,
+        }
+    }
+
+    /// [`caller_gave_numbers`].
+    pub fn gave_numbers(&self) -> bool {
+        !self.figures.is_empty()
+    }
+}
+
 /// The mode's recommended context fields (dotted, catalog order) that the request does not give:
 /// absent, null, or blank in `context` (an empty list or object counts as not given either) and
 /// not stated unambiguously in the caller's own messages ([`facts`]).
 pub fn missing_recommended(mode: &Mode, request: &CoachingRequest) -> Vec<&'static str> {
-    let context = context_tree(request);
-    let context = context.as_ref();
+    missing_in(mode, request, context_tree(request).as_ref())
+}
+
+fn missing_in(
+    mode: &Mode,
+    request: &CoachingRequest,
+    context: Option<&Value>,
+) -> Vec<&'static str> {
     let stated = facts::stated_fields(user_messages(request));
     mode.recommended_context
         .iter()
@@ -79,9 +119,13 @@ fn is_given(value: Option<&Value>) -> bool {
 /// and numbers in the caller's `user` messages. `assistant` turns are left out on purpose: they
 /// may be an earlier model answer, and a number a model invented once must not launder itself.
 pub fn caller_figures(request: &CoachingRequest) -> Vec<Figure> {
+    figures_in(request, context_tree(request).as_ref())
+}
+
+fn figures_in(request: &CoachingRequest, context: Option<&Value>) -> Vec<Figure> {
     let mut out = Vec::new();
-    if let Some(context) = context_tree(request) {
-        collect_context(&context, &mut out);
+    if let Some(context) = context {
+        collect_context(context, &mut out);
     }
     for message in user_messages(request) {
         out.extend(figures::extract(message));
@@ -100,9 +144,8 @@ fn collect_context(value: &Value, out: &mut Vec<Figure>) {
 }
 
 /// The caller's own words: every `user` message and every string of `context`, one per line.
-pub fn caller_text(request: &CoachingRequest) -> String {
+fn text_in(request: &CoachingRequest, context: Option<&Value>) -> String {
     let mut parts: Vec<&str> = user_messages(request).collect();
-    let context = context_tree(request);
     fn strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
         match v {
             Value::String(s) => out.push(s),
@@ -111,7 +154,7 @@ pub fn caller_text(request: &CoachingRequest) -> String {
             _ => {}
         }
     }
-    if let Some(c) = &context {
+    if let Some(c) = context {
         strings(c, &mut parts);
     }
     parts.join("\n")
@@ -144,9 +187,15 @@ pub fn caller_gave_numbers(request: &CoachingRequest) -> bool {
 ///
 /// A field stated plainly in the messages counts as given, exactly as if it were in `context`.
 pub fn confidence_ceiling(mode: &Mode, request: &CoachingRequest) -> Confidence {
-    let missing = missing_recommended(mode, request);
+    ceiling_of(
+        mode,
+        &missing_recommended(mode, request),
+        caller_gave_numbers(request),
+    )
+}
+
+fn ceiling_of(mode: &Mode, missing: &[&str], numbers: bool) -> Confidence {
     let (n, m) = (mode.recommended_context.len(), missing.len());
-    let numbers = caller_gave_numbers(request);
     if (n > 0 && 2 * m >= n) || (!numbers && m >= 2) {
         Confidence::Low
     } else if numbers && m <= 1 && !missing.iter().any(|f| f.starts_with("metrics.")) {

@@ -36,10 +36,11 @@ mod trace;
 #[cfg(test)]
 mod tests;
 
-pub use assemble::{ENVELOPE_ORDER, assemble, normalise_enums};
-pub use check::check;
+pub use assemble::{ENVELOPE_ORDER, assemble, assemble_for, normalise_enums};
+pub use check::{check, check_for};
 pub use coverage::{
-    Confidence, caller_figures, caller_gave_numbers, confidence_ceiling, missing_recommended,
+    Caller, Confidence, caller_figures, caller_gave_numbers, confidence_ceiling,
+    missing_recommended,
 };
 pub use figures::{Figure, extract as extract_figures};
 pub use modes::{AUDIT_STATUS_BANDS, MERGE_TOKENS};

@@ -4,7 +4,7 @@
 //! and may then make safe repairs; the evaluation program (`bench --bin eval`) and its suite test
 //! go through this same function.
 
-use super::{Repair, assemble, check, enum_case};
+use super::{Caller, Repair, assemble_for, check_for, enum_case};
 use grove_common::catalog::{CoachId, Mode};
 use grove_common::requests::CoachingRequest;
 use grove_common::schema::{SchemaDoc, Violation};
@@ -25,13 +25,14 @@ pub fn review(
     coach: CoachId,
     mode: &Mode,
     request: &CoachingRequest,
+    caller: &Caller,
     mut model_output: Value,
     usage: (u64, u64),
     receipt: Value,
 ) -> Review {
     let repairs = enum_case(response.json(), &mut model_output);
-    let envelope = assemble(coach, mode, request, model_output, usage, receipt);
-    let problems = problems(response, mode, request, &envelope);
+    let envelope = assemble_for(coach, mode, caller, model_output, usage, receipt);
+    let problems = problems(response, mode, request, caller, &envelope);
     Review {
         envelope,
         problems,
@@ -46,10 +47,11 @@ pub fn problems(
     response: &SchemaDoc,
     mode: &Mode,
     request: &CoachingRequest,
+    caller: &Caller,
     envelope: &Value,
 ) -> Vec<Violation> {
     let mut all = response.violations(envelope);
-    for v in check(mode, request, envelope) {
+    for v in check_for(mode, request, caller, envelope) {
         if !all.contains(&v) {
             all.push(v);
         }
