@@ -185,7 +185,8 @@ async fn a_run_whose_process_died_is_taken_over_at_once_and_cannot_store_over_th
             Finisher::Run(first.run),
             json!({"run": "first"}),
             (1, 1),
-            1
+            1,
+            Some(answer("first")),
         )
         .await
         .expect("complete")
@@ -210,7 +211,8 @@ async fn a_run_whose_process_died_is_taken_over_at_once_and_cannot_store_over_th
             Finisher::Run(second.run),
             json!({"run": "second"}),
             (1, 1),
-            1
+            1,
+            Some(answer("second")),
         )
         .await
         .expect("complete")
@@ -222,6 +224,21 @@ async fn a_run_whose_process_died_is_taken_over_at_once_and_cannot_store_over_th
     assert_eq!(stored.body, json!({"run": "second"}));
     let row = calls::load(&db, id).await.expect("load").expect("row");
     assert_eq!((row.status.as_str(), row.attempts), ("completed", 2));
+    // The delivered answer is stored with the result it made, so the refused run's is not.
+    let answers = calls::model_calls(&db, id, 0).await.expect("answers");
+    let outcomes: Vec<_> = answers.iter().map(|a| a.outcome.clone()).collect();
+    assert_eq!(outcomes, vec![json!({"ok": {"run": "second"}})]);
+}
+
+/// A delivered model answer's record, as a run stores it with its result.
+fn answer(run: &str) -> calls::ModelCallRecord {
+    calls::ModelCallRecord {
+        run: 0,
+        seq: 0,
+        outcome: json!({"ok": {"run": run}}),
+        tokens: (1, 1),
+        http_attempts: 1,
+    }
 }
 
 #[tokio::test]

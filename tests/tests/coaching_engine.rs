@@ -94,6 +94,7 @@ fn completed(outcome: Outcome) -> (Value, (u64, u64), u32) {
             envelope,
             usage,
             model_calls,
+            ..
         } => (
             envelope,
             (usage.input_tokens, usage.output_tokens),

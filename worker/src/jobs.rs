@@ -160,6 +160,7 @@ pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Res
             envelope,
             usage,
             model_calls,
+            answer,
         } => {
             let stored = calls::complete(
                 &deps.db,
@@ -168,6 +169,7 @@ pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Res
                 envelope,
                 (usage.input_tokens, usage.output_tokens),
                 model_calls,
+                answer,
             )
             .await?;
             if stored {

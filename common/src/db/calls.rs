@@ -38,7 +38,8 @@ pub async fn load_result(
     result::Entity::find_by_id(call_id).one(db).await
 }
 
-/// Stores the result and completes the call in one transaction. If a result already exists
+/// Stores the result and completes the call in one transaction, with the model answer it was
+/// made from when that is not on record yet (`answer`). If a result already exists
 /// (a re-run raced a first run to the finish), the first one stands. False (nothing stored)
 /// when `by` is a run that no longer holds the call.
 pub async fn complete(
@@ -48,6 +49,7 @@ pub async fn complete(
     body: Value,
     (input_tokens, output_tokens): (u64, u64),
     model_calls: u32,
+    answer: Option<ModelCallRecord>,
 ) -> Result<bool, DbErr> {
     let now = Utc::now();
     let txn = db.begin().await?;
@@ -76,6 +78,9 @@ pub async fn complete(
         .on_conflict_do_nothing_on([result::Column::CallId])
         .exec(&txn)
         .await?;
+    if let Some(answer) = answer {
+        store_model_call(&txn, call_id, answer).await?;
+    }
     txn.commit().await?;
     Ok(true)
 }
@@ -116,6 +121,16 @@ pub async fn model_calls(
         .await
 }
 
+/// One model answer as stored: for the run and sequence of its call.
+#[derive(Clone, Debug)]
+pub struct ModelCallRecord {
+    pub run: i32,
+    pub seq: i32,
+    pub outcome: Value,
+    pub tokens: (u64, u64),
+    pub http_attempts: u32,
+}
+
 /// Records one model answer. A duplicate (same call and sequence) keeps the first.
 pub async fn record_model_call(
     db: &impl ConnectionTrait,
@@ -123,17 +138,32 @@ pub async fn record_model_call(
     run: i32,
     seq: i32,
     outcome: Value,
-    (input_tokens, output_tokens): (u64, u64),
+    tokens: (u64, u64),
     http_attempts: u32,
+) -> Result<(), DbErr> {
+    let rec = ModelCallRecord {
+        run,
+        seq,
+        outcome,
+        tokens,
+        http_attempts,
+    };
+    store_model_call(db, call_id, rec).await
+}
+
+pub async fn store_model_call(
+    db: &impl ConnectionTrait,
+    call_id: Uuid,
+    rec: ModelCallRecord,
 ) -> Result<(), DbErr> {
     let row = model_call::ActiveModel {
         call_id: Set(call_id),
-        run: Set(run),
-        seq: Set(seq),
-        outcome: Set(outcome),
-        input_tokens: Set(i64::try_from(input_tokens).unwrap_or(i64::MAX)),
-        output_tokens: Set(i64::try_from(output_tokens).unwrap_or(i64::MAX)),
-        http_attempts: Set(i32::try_from(http_attempts).unwrap_or(i32::MAX)),
+        run: Set(rec.run),
+        seq: Set(rec.seq),
+        outcome: Set(rec.outcome),
+        input_tokens: Set(i64::try_from(rec.tokens.0).unwrap_or(i64::MAX)),
+        output_tokens: Set(i64::try_from(rec.tokens.1).unwrap_or(i64::MAX)),
+        http_attempts: Set(i32::try_from(rec.http_attempts).unwrap_or(i32::MAX)),
         created_at: Set(Utc::now()),
     };
     model_call::Entity::insert(row)

@@ -15,7 +15,10 @@ use crate::{
 use grove_common::{
     catalog::{self, ByMode, CoachId, MODES, ModeId},
     config::LlmProviderKind,
-    db::{calls, entities::call},
+    db::{
+        calls::{self, ModelCallRecord},
+        entities::call,
+    },
     receipt,
     requests::{self, CoachingRequest},
     schema::SchemaRegistry,
@@ -37,6 +40,9 @@ pub enum Outcome {
         envelope: Value,
         usage: Usage,
         model_calls: u32,
+        /// The delivered answer's record, stored with the result (`calls::complete`); None when
+        /// it was replayed from the record already.
+        answer: Option<ModelCallRecord>,
     },
     Failed {
         reason: String,
@@ -117,9 +123,9 @@ impl Engine {
             }
         };
         let request = &request;
-        let missing = envelope::missing_recommended(mode, request);
-        let ceiling = envelope::confidence_ceiling(mode, request);
-        let (mut system, conversation) = prompts::build(coach, mode, request, &missing, ceiling);
+        let caller = envelope::Caller::of(mode, request);
+        let (mut system, conversation) =
+            prompts::build(coach, mode, request, &caller.missing, caller.ceiling);
         let mut messages: Vec<ChatMessage> = conversation
             .into_iter()
             .map(|(role, text)| {
@@ -135,6 +141,7 @@ impl Engine {
             coach: coach.id,
             mode,
             request,
+            caller: &caller,
             response: &self.schemas.mode(mode.id).response,
             receipt: &receipt,
         };
@@ -149,6 +156,8 @@ impl Engine {
         let mut budget = MAX_OUTPUT_TOKENS;
         let mut last_problem = String::from("no answer");
         for seq in 0..MAX_MODEL_CALLS {
+            // This answer's record while it is not stored yet.
+            let mut entry = None;
             let answer = match stored.get(seq) {
                 Some(rec) => replay::replayed(rec),
                 None => {
@@ -161,7 +170,7 @@ impl Engine {
                         deadline: Some(deadline),
                     };
                     let result = self.llm.complete(&req).await;
-                    replay::record(db, call, seq, &result).await?;
+                    entry = replay::entry(call, seq, &result);
                     result.map(|r| (r.json, r.usage))
                 }
             };
@@ -178,9 +187,11 @@ impl Engine {
                                 envelope,
                                 usage,
                                 model_calls,
+                                answer: entry,
                             });
                         }
                         Verdict::Reask(problems) => {
+                            replay::record(db, call, entry).await?;
                             last_problem = format!(
                                 "{} problem(s), first: {} {}",
                                 problems.len(),
@@ -198,6 +209,7 @@ impl Engine {
                     text,
                     usage: used,
                 }) => {
+                    replay::record(db, call, entry).await?;
                     usage += used;
                     tracing::info!(call_id = %call.id, seq, error = %message, "model answer is not JSON; re-asking");
                     last_problem = "the answer was not valid JSON".into();
@@ -210,6 +222,7 @@ impl Engine {
                     )));
                 }
                 Err(LlmError::Truncated { usage: used }) if budget == MAX_OUTPUT_TOKENS => {
+                    replay::record(db, call, entry).await?;
                     usage += used;
                     tracing::info!(call_id = %call.id, seq, "model answer cut off; asking once more for a shorter one");
                     last_problem = "the answer was cut off at the output limit".into();
@@ -217,6 +230,7 @@ impl Engine {
                     system = format!("{system}\n\n{}", envelope::SHORTER_ANSWER);
                 }
                 Err(e) => {
+                    replay::record(db, call, entry).await?;
                     usage += e.usage();
                     return Ok(failed(call, describe(&e), usage));
                 }

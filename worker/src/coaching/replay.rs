@@ -1,10 +1,13 @@
-//! Each model answer that cost tokens is stored the moment it arrives (keyed by call, run and
-//! sequence), so a job that runs again after a crash replays it instead of paying twice, and
-//! takes the same path through the loop (the same re-ask, the same larger budget).
+//! Each model answer that cost tokens is stored (keyed by call, run and sequence), so a job that
+//! runs again after a crash replays it instead of paying twice, and takes the same path through
+//! the loop (the same re-ask, the same larger budget). An answer that is sent back or fails is
+//! stored the moment it is judged; the answer that is delivered is stored with the result, in
+//! its transaction (issue 12: one write fewer per call). A crash in the moment between its
+//! arrival and that commit costs one more model call, never a second result.
 
 use crate::llm::{LlmError, LlmResponse, Usage};
 use grove_common::db::{
-    calls,
+    calls::{self, ModelCallRecord},
     entities::{call, model_call},
 };
 use sea_orm::{DatabaseConnection, DbErr};
@@ -43,15 +46,14 @@ pub(super) fn replayed(rec: &model_call::Model) -> Answer {
     })
 }
 
-/// Stores a model answer that cost tokens: a JSON answer, one that did not parse, one cut off at
-/// the output limit, a refusal. Failures that cost nothing (transport, deadline) are not stored,
-/// so a re-run asks the model afresh.
-pub(super) async fn record(
-    db: &DatabaseConnection,
+/// The record of a model answer that cost tokens: a JSON answer, one that did not parse, one cut
+/// off at the output limit, a refusal. Failures that cost nothing (transport, deadline) have
+/// none, so a re-run asks the model afresh.
+pub(super) fn entry(
     call: &call::Model,
     seq: usize,
     result: &Result<LlmResponse, LlmError>,
-) -> Result<(), DbErr> {
+) -> Option<ModelCallRecord> {
     let seq = i32::try_from(seq).unwrap_or(i32::MAX);
     let (outcome, usage, attempts) = match result {
         Ok(r) => (json!({"ok": r.json}), r.usage, r.attempts),
@@ -64,19 +66,28 @@ pub(super) async fn record(
                 LlmError::Refusal { message, .. } => {
                     json!({"error": "refused", "message": message})
                 }
-                _ => return Ok(()),
+                _ => return None,
             };
             (outcome, e.usage(), 1)
         }
     };
-    calls::record_model_call(
-        db,
-        call.id,
-        call.runs,
+    Some(ModelCallRecord {
+        run: call.runs,
         seq,
         outcome,
-        (usage.input_tokens, usage.output_tokens),
-        attempts,
-    )
-    .await
+        tokens: (usage.input_tokens, usage.output_tokens),
+        http_attempts: attempts,
+    })
+}
+
+/// Stores an answer's record now (one that is not delivered, or a failure that cost tokens).
+pub(super) async fn record(
+    db: &DatabaseConnection,
+    call: &call::Model,
+    entry: Option<ModelCallRecord>,
+) -> Result<(), DbErr> {
+    match entry {
+        Some(rec) => calls::store_model_call(db, call.id, rec).await,
+        None => Ok(()),
+    }
 }

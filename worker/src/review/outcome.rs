@@ -51,6 +51,7 @@ pub(super) async fn first_outcome(deps: &Deps, review_id: &str) -> Result<(), Jo
         body,
         (0, 0),
         0,
+        None,
     )
     .await?;
     deps.completions.notify(call.id).await;
