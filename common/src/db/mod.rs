@@ -39,17 +39,15 @@ pub async fn connect_with(url: &str, sync: SqliteSync) -> Result<DatabaseConnect
     if sqlite {
         ensure_sqlite_dir(url);
     }
-    // Every connection to `sqlite::memory:` is its own empty database: keep exactly one.
-    let in_memory = sqlite && url.contains(":memory:");
+    // SQLite gets one connection: every connection to `sqlite::memory:` is its own empty
+    // database, and a file has one writer anyway. With more, each commit empties the other
+    // connections' page caches and writers queue in SQLite's busy handler: one connection cut
+    // the paid call's server CPU by a third (5,873 → 3,906 µs beside 8 connections, and 5,051
+    // with 2; issue 12, `grove.sh`). Statements still run beside the async code, on sqlx's
+    // thread for the connection.
     let mut options = ConnectOptions::new(url.to_owned());
     options
-        .max_connections(if in_memory {
-            1
-        } else if sqlite {
-            8
-        } else {
-            16
-        })
+        .max_connections(if sqlite { 1 } else { 16 })
         .min_connections(1)
         .connect_timeout(Duration::from_secs(10))
         .acquire_timeout(Duration::from_secs(10))
