@@ -7,7 +7,7 @@
 //! waiters also re-check the database on a slow timer; a lost message costs latency, never a
 //! result.
 
-use crate::jobs;
+use crate::{db::entities::result, jobs};
 use futures::StreamExt;
 use redis::{AsyncCommands, aio::ConnectionManager};
 use std::{
@@ -18,8 +18,15 @@ use std::{
 use tokio::sync::Notify;
 use uuid::Uuid;
 
-/// A call's waiters: each one's token and its own `Notify`.
-type CallWaiters = Vec<(u64, Arc<Notify>)>;
+/// One waiter's wake-up, and the result handed over with it (in-process completions only).
+#[derive(Default)]
+struct Slot {
+    notify: Notify,
+    result: Mutex<Option<Arc<result::Model>>>,
+}
+
+/// A call's waiters: each one's token and its own slot.
+type CallWaiters = Vec<(u64, Arc<Slot>)>;
 
 /// The waiters of each call, by call id.
 #[derive(Default)]
@@ -29,12 +36,16 @@ struct Waiters {
 }
 
 impl Waiters {
-    fn wake(&self, call_id: Uuid) {
+    fn wake(&self, call_id: Uuid, result: Option<&Arc<result::Model>>) {
         let by_call = self.by_call.lock().unwrap_or_else(PoisonError::into_inner);
-        for (_, notify) in by_call.get(&call_id).into_iter().flatten() {
+        for (_, slot) in by_call.get(&call_id).into_iter().flatten() {
+            if let Some(result) = result {
+                *slot.result.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some(Arc::clone(result));
+            }
             // `notify_one` keeps a permit when the waiter is between two looks, so a completion
             // that lands then is not lost.
-            notify.notify_one();
+            slot.notify.notify_one();
         }
     }
 }
@@ -44,14 +55,27 @@ impl Waiters {
 pub struct Waiter {
     call_id: Uuid,
     token: u64,
-    notify: Arc<Notify>,
+    slot: Arc<Slot>,
     waiters: Arc<Waiters>,
 }
 
 impl Waiter {
     /// Returns once the call was announced finished (or at once, if it was since the last call).
     pub async fn notified(&self) {
-        self.notify.notified().await;
+        self.slot.notify.notified().await;
+    }
+
+    /// The stored result handed over with the wake-up, once: an in-process worker passes what
+    /// it committed, which saves the waiter reading it back (issue 12). None with Redis, or when
+    /// the call ended otherwise.
+    pub fn result(&self) -> Option<result::Model> {
+        let taken = self
+            .slot
+            .result
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()?;
+        Some(Arc::try_unwrap(taken).unwrap_or_else(|shared| (*shared).clone()))
     }
 }
 
@@ -114,7 +138,7 @@ impl Completions {
                                     msg.get_payload::<String>().map(|s| Uuid::parse_str(&s))
                                     && let Ok(id) = id
                                 {
-                                    local.wake(id);
+                                    local.wake(id, None);
                                 }
                             }
                             tracing::warn!("completion subscription ended; reconnecting");
@@ -129,6 +153,16 @@ impl Completions {
 
     /// Announces that `call_id` reached a final state.
     pub async fn notify(&self, call_id: Uuid) {
+        self.announce(call_id, None).await;
+    }
+
+    /// Announces that `call_id` completed with `result`, committed: in-process waiters get it
+    /// with the wake-up, others read it from the database.
+    pub async fn completed(&self, call_id: Uuid, result: result::Model) {
+        self.announce(call_id, Some(Arc::new(result))).await;
+    }
+
+    async fn announce(&self, call_id: Uuid, result: Option<Arc<result::Model>>) {
         match &self.publisher {
             Some(conn) => {
                 let published: Result<i64, _> = conn
@@ -140,7 +174,7 @@ impl Completions {
                     tracing::warn!(error = %e, %call_id, "could not publish completion");
                 }
             }
-            None => self.local.wake(call_id),
+            None => self.local.wake(call_id, result.as_ref()),
         }
     }
 
@@ -150,18 +184,18 @@ impl Completions {
             .local
             .next
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let notify = Arc::new(Notify::new());
+        let slot = Arc::new(Slot::default());
         self.local
             .by_call
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .entry(call_id)
             .or_default()
-            .push((token, Arc::clone(&notify)));
+            .push((token, Arc::clone(&slot)));
         Waiter {
             call_id,
             token,
-            notify,
+            slot,
             waiters: Arc::clone(&self.local),
         }
     }
@@ -213,5 +247,29 @@ mod tests {
         drop(first);
         drop(second);
         assert_eq!(completions.waiting(), 0);
+    }
+
+    #[tokio::test]
+    async fn an_in_process_completion_hands_its_result_to_the_waiter_once() {
+        let completions = Completions::local();
+        let id = Uuid::now_v7();
+        let waiter = completions.waiter(id);
+        let stored = result::Model {
+            call_id: id,
+            body: serde_json::json!({"reply": "done"}),
+            input_tokens: 3,
+            output_tokens: 4,
+            model_calls: 1,
+            created_at: chrono::Utc::now(),
+        };
+        completions.completed(id, stored.clone()).await;
+        tokio::time::timeout(Duration::from_secs(5), waiter.notified())
+            .await
+            .expect("woken");
+        assert_eq!(waiter.result(), Some(stored));
+        assert_eq!(waiter.result(), None, "handed over once");
+        // A plain announcement (a failure, a refusal) carries none: the waiter reads the call.
+        completions.notify(id).await;
+        assert_eq!(waiter.result(), None);
     }
 }

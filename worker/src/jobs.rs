@@ -155,7 +155,7 @@ pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Res
         return Ok(());
     };
     let by = Finisher::Run(runner.run);
-    let stored = match outcome {
+    match outcome {
         Outcome::Completed {
             envelope,
             usage,
@@ -172,32 +172,32 @@ pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Res
                 answer,
             )
             .await?;
-            if stored {
-                tracing::info!(
-                    model_calls,
-                    input_tokens = usage.input_tokens,
-                    output_tokens = usage.output_tokens,
-                    "coaching call completed"
-                );
-            }
-            stored
+            let Some(stored) = stored else {
+                return Ok(lease_lost());
+            };
+            tracing::info!(
+                model_calls,
+                input_tokens = usage.input_tokens,
+                output_tokens = usage.output_tokens,
+                "coaching call completed"
+            );
+            deps.completions.completed(call.id, stored).await;
         }
         Outcome::Failed { reason } => {
-            let stored = calls::fail(&deps.db, call.id, by, &reason).await?;
-            if stored {
-                tracing::warn!(%reason, "coaching call failed");
+            if !calls::fail(&deps.db, call.id, by, &reason).await? {
+                return Ok(lease_lost());
             }
-            stored
+            tracing::warn!(%reason, "coaching call failed");
+            deps.completions.notify(call.id).await;
         }
-    };
-    if !stored {
-        tracing::warn!(
-            "the call's lease was taken over before the outcome was stored; the run that took it stores its own"
-        );
-        return Ok(());
     }
-    deps.completions.notify(call.id).await;
     Ok(())
+}
+
+fn lease_lost() {
+    tracing::warn!(
+        "the call's lease was taken over before the outcome was stored; the run that took it stores its own"
+    );
 }
 
 /// Runs `work` while renewing the call's lease; None when the lease was lost (another run took

@@ -80,12 +80,19 @@ pub async fn until_final_with(
             () = waiter.notified() => {}
             () = tokio::time::sleep_until(recheck) => recheck = Instant::now() + RECHECK,
             () = tokio::time::sleep_until(deadline) => {
+                if let Some(result) = waiter.result() {
+                    return Ok(Outcome::Completed(Some(Box::new(result))));
+                }
                 return Ok(match look(db, call_id).await? {
                     Ok(done) => done,
                     Err(true) => Outcome::SettlementPending,
                     Err(false) => Outcome::TimedOut,
                 });
             }
+        }
+        // An in-process worker hands over the result it committed: no read needed.
+        if let Some(result) = waiter.result() {
+            return Ok(Outcome::Completed(Some(Box::new(result))));
         }
         if let Ok(done) = look(db, call_id).await? {
             return Ok(done);

@@ -5,7 +5,7 @@ use super::entities::{call, model_call, result};
 use chrono::Utc;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    QueryFilter, TransactionTrait, sea_query::Expr,
+    QueryFilter, TransactionTrait, TryInsertResult, sea_query::Expr,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -39,9 +39,9 @@ pub async fn load_result(
 }
 
 /// Stores the result and completes the call in one transaction, with the model answer it was
-/// made from when that is not on record yet (`answer`). If a result already exists
-/// (a re-run raced a first run to the finish), the first one stands. False (nothing stored)
-/// when `by` is a run that no longer holds the call.
+/// made from when that is not on record yet (`answer`). If a result already exists (a re-run
+/// raced a first run to the finish), the first one stands. Returns the call's stored result, or
+/// None (nothing stored) when `by` is a run that no longer holds the call.
 pub async fn complete(
     db: &DatabaseConnection,
     call_id: Uuid,
@@ -50,7 +50,7 @@ pub async fn complete(
     (input_tokens, output_tokens): (u64, u64),
     model_calls: u32,
     answer: Option<ModelCallRecord>,
-) -> Result<bool, DbErr> {
+) -> Result<Option<result::Model>, DbErr> {
     let now = Utc::now();
     let txn = db.begin().await?;
     let moved = call::Entity::update_many()
@@ -64,25 +64,32 @@ pub async fn complete(
         .await?;
     if moved.rows_affected == 0 {
         txn.rollback().await?;
-        return Ok(false);
+        return Ok(None);
     }
-    let row = result::ActiveModel {
-        call_id: Set(call_id),
-        body: Set(body),
-        input_tokens: Set(i64::try_from(input_tokens).unwrap_or(i64::MAX)),
-        output_tokens: Set(i64::try_from(output_tokens).unwrap_or(i64::MAX)),
-        model_calls: Set(i32::try_from(model_calls).unwrap_or(i32::MAX)),
-        created_at: Set(now),
+    let stored = result::Model {
+        call_id,
+        body,
+        input_tokens: i64::try_from(input_tokens).unwrap_or(i64::MAX),
+        output_tokens: i64::try_from(output_tokens).unwrap_or(i64::MAX),
+        model_calls: i32::try_from(model_calls).unwrap_or(i32::MAX),
+        created_at: now,
     };
-    result::Entity::insert(row)
+    let inserted = result::Entity::insert(result::ActiveModel::from(stored.clone()))
         .on_conflict_do_nothing_on([result::Column::CallId])
-        .exec(&txn)
+        .exec_without_returning(&txn)
         .await?;
     if let Some(answer) = answer {
         store_model_call(&txn, call_id, answer).await?;
     }
+    let stored = if matches!(inserted, TryInsertResult::Inserted(1)) {
+        stored
+    } else {
+        load_result(&txn, call_id)
+            .await?
+            .ok_or_else(|| DbErr::Custom("a result was neither stored nor found".into()))?
+    };
     txn.commit().await?;
-    Ok(true)
+    Ok(Some(stored))
 }
 
 /// Records a failure after settlement: the payment stays credited to this call, and an

@@ -44,7 +44,7 @@ pub(super) async fn first_outcome(deps: &Deps, review_id: &str) -> Result<(), Jo
         &deps.public_base_url,
         receipt::json(&call.receipt_id, call.created_at),
     );
-    calls::complete(
+    let stored = calls::complete(
         &deps.db,
         call.id,
         calls::Finisher::Unleased,
@@ -54,6 +54,9 @@ pub(super) async fn first_outcome(deps: &Deps, review_id: &str) -> Result<(), Jo
         None,
     )
     .await?;
-    deps.completions.notify(call.id).await;
+    match stored {
+        Some(result) => deps.completions.completed(call.id, result).await,
+        None => deps.completions.notify(call.id).await,
+    }
     Ok(())
 }
