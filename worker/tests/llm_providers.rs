@@ -56,7 +56,7 @@ pub fn request() -> LlmRequest {
             "Churn is 7% a month. {CONTENT_MARKER}"
         ))],
         schema_name: "grove_diagnose_growth".into(),
-        schema: schema(),
+        schema: std::sync::Arc::new(schema()),
         max_output_tokens: 800,
         deadline: None,
     }

@@ -53,7 +53,7 @@ pub struct Engine {
     llm: Arc<dyn LlmProvider>,
     schemas: Arc<SchemaRegistry>,
     /// The schema each mode's answer is constrained to, in the form this provider enforces.
-    provider_schemas: ByMode<Value>,
+    provider_schemas: ByMode<Arc<Value>>,
     /// How long one run may take: `CALL_DEADLINE_S` less the time the API needs to answer.
     budget: Duration,
 }
@@ -68,7 +68,10 @@ impl Engine {
     ) -> Self {
         let provider_schemas = MODES.map(|id, _| {
             let published = schemas.mode(id).response.json();
-            envelope::provider_schema(&envelope::model_schema(published), provider)
+            Arc::new(envelope::provider_schema(
+                &envelope::model_schema(published),
+                provider,
+            ))
         });
         // A tenth of the deadline, at least half a second and at most five, is left for storing
         // the result and the API's answer.
@@ -165,7 +168,7 @@ impl Engine {
                         system: system.clone(),
                         messages: messages.clone(),
                         schema_name: format!("grove_{}", mode.id),
-                        schema: self.provider_schemas[mode.id].clone(),
+                        schema: Arc::clone(&self.provider_schemas[mode.id]),
                         max_output_tokens: budget,
                         deadline: Some(deadline),
                     };

@@ -61,8 +61,9 @@ pub struct LlmRequest {
     pub messages: Vec<ChatMessage>,
     /// Names the schema (OpenAI) or the forced tool (Anthropic fallback): `[a-zA-Z0-9_-]{1,64}`.
     pub schema_name: String,
-    /// A schema this provider can enforce; the caller prepares the provider-specific copy.
-    pub schema: serde_json::Value,
+    /// A schema this provider can enforce; the caller prepares the provider-specific copy once
+    /// and shares it (a deep copy per call was measurable, issue 12).
+    pub schema: std::sync::Arc<serde_json::Value>,
     pub max_output_tokens: u32,
     /// When the whole call must be over, transport retries included; `None`: only the retry
     /// policy bounds it.

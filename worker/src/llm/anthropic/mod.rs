@@ -98,13 +98,13 @@ impl AnthropicProvider {
         match mode {
             Mode::Native => {
                 body["output_config"] =
-                    json!({"format": {"type": "json_schema", "schema": request.schema}});
+                    json!({"format": {"type": "json_schema", "schema": *request.schema}});
             }
             Mode::Tool => {
                 body["tools"] = json!([{
                     "name": request.schema_name,
                     "description": TOOL_DESCRIPTION,
-                    "input_schema": request.schema,
+                    "input_schema": *request.schema,
                 }]);
                 body["tool_choice"] = json!({"type": "tool", "name": request.schema_name});
             }

@@ -90,7 +90,7 @@ impl OpenAiProvider {
                     "json_schema": {
                         "name": request.schema_name,
                         "strict": true,
-                        "schema": request.schema,
+                        "schema": *request.schema,
                     },
                 });
             }
