@@ -240,7 +240,6 @@ pub fn run() -> Result<Vec<Outcome>, String> {
             response,
             coach_of(c.mode),
             mode,
-            &c.request,
             &Caller::of(mode, &c.request),
             answer,
             (0, 0),

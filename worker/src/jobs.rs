@@ -173,7 +173,7 @@ pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Res
             )
             .await?;
             let Some(stored) = stored else {
-                return Ok(lease_lost());
+                return lease_lost();
             };
             tracing::info!(
                 model_calls,
@@ -185,7 +185,7 @@ pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Res
         }
         Outcome::Failed { reason } => {
             if !calls::fail(&deps.db, call.id, by, &reason).await? {
-                return Ok(lease_lost());
+                return lease_lost();
             }
             tracing::warn!(%reason, "coaching call failed");
             deps.completions.notify(call.id).await;
@@ -194,10 +194,11 @@ pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Res
     Ok(())
 }
 
-fn lease_lost() {
+fn lease_lost() -> Result<(), JobError> {
     tracing::warn!(
         "the call's lease was taken over before the outcome was stored; the run that took it stores its own"
     );
+    Ok(())
 }
 
 /// Runs `work` while renewing the call's lease; None when the lease was lost (another run took

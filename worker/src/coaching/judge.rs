@@ -4,7 +4,6 @@
 use crate::envelope::{self, Repair};
 use crate::llm::Usage;
 use grove_common::catalog::{CoachId, Mode};
-use grove_common::requests::CoachingRequest;
 use grove_common::schema::{SchemaDoc, Violation};
 use serde_json::Value;
 
@@ -22,9 +21,8 @@ pub(super) enum Verdict {
 pub(super) struct Judge<'a> {
     pub coach: CoachId,
     pub mode: &'static Mode,
-    pub request: &'a CoachingRequest,
-    /// What the caller gave, worked out once for the call.
-    pub caller: &'a envelope::Caller,
+    /// The request and what it gives, worked out once for the call.
+    pub caller: &'a envelope::Caller<'a>,
     pub response: &'a SchemaDoc,
     pub receipt: &'a Value,
 }
@@ -39,7 +37,6 @@ impl Judge<'_> {
             self.response,
             self.coach,
             self.mode,
-            self.request,
             self.caller,
             answer,
             (usage.input_tokens, usage.output_tokens),
@@ -52,7 +49,7 @@ impl Judge<'_> {
             };
         }
         let (more, left) = envelope::safe_repairs(self.response.json(), &mut env, |e| {
-            envelope::problems(self.response, self.mode, self.request, self.caller, e)
+            envelope::problems(self.response, self.mode, self.caller, e)
         });
         if left.is_empty() && !more.is_empty() {
             repairs.extend(more);

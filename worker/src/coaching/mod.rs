@@ -143,7 +143,6 @@ impl Engine {
         let judge = Judge {
             coach: coach.id,
             mode,
-            request,
             caller: &caller,
             response: &self.schemas.mode(mode.id).response,
             receipt: &receipt,

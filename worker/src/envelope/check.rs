@@ -15,16 +15,12 @@ use serde_json::Value;
 /// Every rule violation in `envelope`, each with a JSON pointer and a short rule. Empty means the
 /// envelope may be delivered (once the published schema also passes).
 pub fn check(mode: &Mode, request: &CoachingRequest, envelope: &Value) -> Vec<Violation> {
-    check_for(mode, request, &Caller::of(mode, request), envelope)
+    check_for(mode, &Caller::of(mode, request), envelope)
 }
 
 /// [`check`] with the caller's facts worked out once for the call.
-pub fn check_for(
-    mode: &Mode,
-    request: &CoachingRequest,
-    caller_facts: &Caller,
-    envelope: &Value,
-) -> Vec<Violation> {
+pub fn check_for(mode: &Mode, caller_facts: &Caller, envelope: &Value) -> Vec<Violation> {
+    let request = caller_facts.request;
     let caps = mode.tier.caps();
     let mut out = Vec::new();
 

@@ -35,9 +35,10 @@ impl Confidence {
     }
 }
 
-/// What the caller gave, worked out once per call: the prompt, the assembly and every check of
-/// every answer read it (issue 12: the same walks over the request ran nine times a call).
-pub struct Caller {
+/// The caller's request and what it gives, worked out once per call: the prompt, the assembly and
+/// every check of every answer read it (issue 12: the same walks ran nine times a call).
+pub struct Caller<'a> {
+    pub request: &'a CoachingRequest,
     /// [`missing_recommended`].
     pub missing: Vec<&'static str>,
     /// [`confidence_ceiling`].
@@ -48,14 +49,15 @@ pub struct Caller {
     pub text: String,
 }
 
-impl Caller {
-    pub fn of(mode: &Mode, request: &CoachingRequest) -> Self {
+impl<'a> Caller<'a> {
+    pub fn of(mode: &Mode, request: &'a CoachingRequest) -> Self {
         let context = context_tree(request);
         let missing = missing_in(mode, request, context.as_ref());
         let figures = figures_in(request, context.as_ref());
         let ceiling = ceiling_of(mode, &missing, !figures.is_empty());
         let text = text_in(request, context.as_ref());
         Self {
+            request,
             missing,
             ceiling,
             figures,

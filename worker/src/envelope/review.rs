@@ -6,7 +6,6 @@
 
 use super::{Caller, Repair, assemble_for, check_for, enum_case};
 use grove_common::catalog::{CoachId, Mode};
-use grove_common::requests::CoachingRequest;
 use grove_common::schema::{SchemaDoc, Violation};
 use serde_json::Value;
 
@@ -24,7 +23,6 @@ pub fn review(
     response: &SchemaDoc,
     coach: CoachId,
     mode: &Mode,
-    request: &CoachingRequest,
     caller: &Caller,
     mut model_output: Value,
     usage: (u64, u64),
@@ -32,7 +30,7 @@ pub fn review(
 ) -> Review {
     let repairs = enum_case(response.json(), &mut model_output);
     let envelope = assemble_for(coach, mode, caller, model_output, usage, receipt);
-    let problems = problems(response, mode, request, caller, &envelope);
+    let problems = problems(response, mode, caller, &envelope);
     Review {
         envelope,
         problems,
@@ -46,12 +44,11 @@ pub fn review(
 pub fn problems(
     response: &SchemaDoc,
     mode: &Mode,
-    request: &CoachingRequest,
     caller: &Caller,
     envelope: &Value,
 ) -> Vec<Violation> {
     let mut all = response.violations(envelope);
-    for v in check_for(mode, request, caller, envelope) {
+    for v in check_for(mode, caller, envelope) {
         if !all.contains(&v) {
             all.push(v);
         }
