@@ -2,10 +2,12 @@
 //! runs twice (at-least-once delivery) stores one result.
 
 use super::entities::{call, model_call, result};
+use super::write::{Done, Exec};
 use chrono::Utc;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    QueryFilter, TransactionTrait, TryInsertResult, sea_query::Expr,
+    ActiveValue::Set,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, Insert, QueryFilter,
+    sea_query::{Expr, OnConflict},
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -52,20 +54,13 @@ pub async fn complete(
     answer: Option<ModelCallRecord>,
 ) -> Result<Option<result::Model>, DbErr> {
     let now = Utc::now();
-    let txn = db.begin().await?;
-    let moved = call::Entity::update_many()
+    let finish = call::Entity::update_many()
         .col_expr(call::Column::Status, Expr::value(status::COMPLETED))
         .col_expr(call::Column::Error, Expr::value(Option::<String>::None))
         .col_expr(call::Column::UpdatedAt, Expr::value(now))
         .col_expr(call::Column::CompletedAt, Expr::value(Some(now)))
         .filter(call::Column::Id.eq(call_id))
-        .filter(by.guard())
-        .exec(&txn)
-        .await?;
-    if moved.rows_affected == 0 {
-        txn.rollback().await?;
-        return Ok(None);
-    }
+        .filter(by.guard());
     let stored = result::Model {
         call_id,
         body,
@@ -74,22 +69,45 @@ pub async fn complete(
         model_calls: i32::try_from(model_calls).unwrap_or(i32::MAX),
         created_at: now,
     };
-    let inserted = result::Entity::insert(result::ActiveModel::from(stored.clone()))
-        .on_conflict_do_nothing_on([result::Column::CallId])
-        .exec_without_returning(&txn)
-        .await?;
-    if let Some(answer) = answer {
-        store_model_call(&txn, call_id, answer).await?;
-    }
-    let stored = if matches!(inserted, TryInsertResult::Inserted(1)) {
-        stored
-    } else {
-        load_result(&txn, call_id)
+    let store = result::Entity::insert(result::ActiveModel::from(stored.clone())).on_conflict(
+        OnConflict::column(result::Column::CallId)
+            .do_nothing()
+            .to_owned(),
+    );
+    let answer = answer.map(|rec| model_call_insert(call_id, rec));
+    let written = crate::transaction!(db, async move |e| {
+        if e.exec(&finish).await? == 0 {
+            return Ok(Done::Rollback(Finished::NotHolder));
+        }
+        let inserted = e.exec(&store).await?;
+        if let Some(answer) = &answer {
+            e.exec(answer).await?;
+        }
+        Ok(Done::Commit(if inserted == 1 {
+            Finished::Stored
+        } else {
+            Finished::Existing
+        }))
+    })?;
+    match written {
+        Finished::NotHolder => Ok(None),
+        Finished::Stored => Ok(Some(stored)),
+        // A re-run raced a first run to the finish: the first result stands, and is read back.
+        Finished::Existing => load_result(db, call_id)
             .await?
-            .ok_or_else(|| DbErr::Custom("a result was neither stored nor found".into()))?
-    };
-    txn.commit().await?;
-    Ok(Some(stored))
+            .ok_or_else(|| DbErr::Custom("a result was neither stored nor found".into()))
+            .map(Some),
+    }
+}
+
+/// What `complete`'s transaction did.
+enum Finished {
+    /// The run no longer holds the call: nothing was written.
+    NotHolder,
+    /// This run's result is the call's.
+    Stored,
+    /// The call already had a result.
+    Existing,
 }
 
 /// Records a failure after settlement: the payment stays credited to this call, and an
@@ -163,6 +181,15 @@ pub async fn store_model_call(
     call_id: Uuid,
     rec: ModelCallRecord,
 ) -> Result<(), DbErr> {
+    model_call_insert(call_id, rec)
+        .exec_without_returning(db)
+        .await?;
+    Ok(())
+}
+
+/// The insert recording one model answer; a duplicate (same call, run and sequence) keeps the
+/// first.
+fn model_call_insert(call_id: Uuid, rec: ModelCallRecord) -> Insert<model_call::ActiveModel> {
     let row = model_call::ActiveModel {
         call_id: Set(call_id),
         run: Set(rec.run),
@@ -173,13 +200,12 @@ pub async fn store_model_call(
         http_attempts: Set(i32::try_from(rec.http_attempts).unwrap_or(i32::MAX)),
         created_at: Set(Utc::now()),
     };
-    model_call::Entity::insert(row)
-        .on_conflict_do_nothing_on([
-            model_call::Column::CallId,
-            model_call::Column::Run,
-            model_call::Column::Seq,
-        ])
-        .exec(db)
-        .await?;
-    Ok(())
+    let keep_first = OnConflict::columns([
+        model_call::Column::CallId,
+        model_call::Column::Run,
+        model_call::Column::Seq,
+    ])
+    .do_nothing()
+    .to_owned();
+    model_call::Entity::insert(row).on_conflict(keep_first)
 }

@@ -8,6 +8,7 @@ pub mod payments;
 pub mod phone_marks;
 pub mod reviews;
 pub mod webhook_receipts;
+pub mod write;
 
 use crate::config::{Config, SqliteSync};
 use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr};
@@ -43,8 +44,8 @@ pub async fn connect_with(url: &str, sync: SqliteSync) -> Result<DatabaseConnect
     // database, and a file has one writer anyway. With more, each commit empties the other
     // connections' page caches and writers queue in SQLite's busy handler: one connection cut
     // the paid call's server CPU by a third (5,873 → 3,906 µs beside 8 connections, and 5,051
-    // with 2; issue 12, `grove.sh`). Statements still run beside the async code, on sqlx's
-    // thread for the connection.
+    // with 2; issue 12, `grove.sh`). Single statements run on sqlx's thread for the connection;
+    // the paid path's write transactions run whole under its lock (`write`).
     let mut options = ConnectOptions::new(url.to_owned());
     options
         .max_connections(if sqlite { 1 } else { 16 })

@@ -9,19 +9,16 @@ use grove_common::{
         calls::status,
         entities::{call, idempotency, payment, receipt},
         payments::status as pay_status,
+        write::{Done, Exec, Inserted},
     },
     receipt as receipts,
 };
 use sea_orm::{
     ActiveValue::Set,
-    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, ExprTrait, SqlErr, TransactionTrait,
+    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, ExprTrait, Insert,
     sea_query::{Expr, OnConflict, Query},
 };
 use uuid::Uuid;
-
-fn is_unique_violation(e: &DbErr) -> bool {
-    matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_)))
-}
 
 /// The record holding `scope`, expired or not: a scope whose call has not finished is held past
 /// its window (see `claim`).
@@ -61,9 +58,7 @@ pub async fn claim(
     let call_id = Uuid::now_v7();
     let receipt_id = receipts::new_id();
     let window = chrono::Duration::from_std(scope.window).unwrap_or(chrono::Duration::hours(24));
-    let txn = db.begin().await?;
-    // The scope first: of two concurrent identical requests, the loser stops here rather than
-    // on the shared nonce below. An expired record of a finished call answers nothing any more,
+    // An expired record of a finished call answers nothing any more,
     // so the insert takes its place in the same statement (no separate delete on the paid path);
     // the call's state is checked in that statement too, so a window cannot lapse under a call
     // whose settlement is still being reconciled.
@@ -95,21 +90,7 @@ pub async fn claim(
                 ),
         )
         .to_owned();
-    let claimed = idempotency::Entity::insert(scope_row)
-        .on_conflict(replace_if_expired)
-        .exec_without_returning(&txn)
-        .await?;
-    if claimed == 0 {
-        // A live record, or one whose call has not finished, holds the scope: wait for, replay or
-        // refuse against its call.
-        txn.rollback().await?;
-        return match holder(db, &scope.key).await? {
-            Some(record) => Ok(existing(record)),
-            None => Err(DbErr::Custom(
-                "idempotency scope held by a record that is not live".into(),
-            )),
-        };
-    }
+    let take_scope = idempotency::Entity::insert(scope_row).on_conflict(replace_if_expired);
     let payment_row = payment::ActiveModel {
         id: Set(Uuid::now_v7()),
         call_id: Set(call_id),
@@ -130,8 +111,6 @@ pub async fn claim(
         created_at: Set(now),
         updated_at: Set(now),
     };
-    // A reservation that was released (nothing processed, not the payer's fault) is taken over
-    // by this call; any other holder of the authorization makes it used.
     let take_released = OnConflict::columns([payment::Column::Payer, payment::Column::Nonce])
         .update_columns([
             payment::Column::CallId,
@@ -153,47 +132,26 @@ pub async fn claim(
             Expr::col((payment::Entity, payment::Column::Status)).eq(pay_status::RELEASED),
         )
         .to_owned();
-    let reserved = payment::Entity::insert(payment_row)
-        .on_conflict(take_released)
-        .exec_without_returning(&txn)
-        .await;
-    match reserved {
-        Ok(1) => {}
-        Ok(_) => {
-            txn.rollback().await?;
-            return Ok(Claim::NonceUsed);
-        }
-        Err(e) => {
-            txn.rollback().await?;
-            return if is_unique_violation(&e) {
-                Ok(Claim::NonceUsed)
-            } else {
-                Err(e)
-            };
-        }
-    }
-    let call_row = call::ActiveModel {
-        id: Set(call_id),
-        kind: Set(call.kind.to_owned()),
-        agent: Set(call.agent),
-        mode: Set(call.mode),
-        payer: Set(call.payer),
-        request_hash: Set(call.request_hash),
-        request: Set(call.request),
+    let payment = payment::Entity::insert(payment_row).on_conflict(take_released);
+    let model = call::Model {
+        id: call_id,
+        kind: call.kind.to_owned(),
+        agent: call.agent,
+        mode: call.mode,
+        payer: call.payer,
+        request_hash: call.request_hash,
+        request: call.request,
         // Nothing may run until the settlement's outcome is known.
-        status: Set(status::SETTLING.into()),
-        attempts: Set(0),
-        runs: Set(0),
-        error: Set(None),
-        receipt_id: Set(receipt_id.clone()),
-        request_id: Set(call.request_id),
-        created_at: Set(now),
-        updated_at: Set(now),
-        completed_at: Set(None),
+        status: status::SETTLING.into(),
+        attempts: 0,
+        runs: 0,
+        error: None,
+        receipt_id: receipt_id.clone(),
+        request_id: call.request_id,
+        created_at: now,
+        updated_at: now,
+        completed_at: None,
     };
-    let model = call::Entity::insert(call_row)
-        .exec_with_returning(&txn)
-        .await?;
     let receipt_row = receipt::ActiveModel {
         id: Set(receipt_id),
         call_id: Set(call_id),
@@ -201,7 +159,55 @@ pub async fn claim(
         created_at: Set(now),
         expires_at: Set(receipts::expires_at(now)),
     };
-    receipt::Entity::insert(receipt_row).exec(&txn).await?;
-    txn.commit().await?;
-    Ok(Claim::New(Box::new(model)))
+    let writes = Writes {
+        scope: take_scope,
+        payment,
+        call: call::Entity::insert(call::ActiveModel::from(model.clone())),
+        receipt: receipt::Entity::insert(receipt_row),
+    };
+    let written = grove_common::transaction!(db, async move |e| write(e, writes).await)?;
+    match written {
+        Written::Claimed => Ok(Claim::New(Box::new(model))),
+        Written::NonceUsed => Ok(Claim::NonceUsed),
+        // A live record, or one whose call has not finished, holds the scope: wait for, replay or
+        // refuse against its call.
+        Written::ScopeHeld => match holder(db, &scope.key).await? {
+            Some(record) => Ok(existing(record)),
+            None => Err(DbErr::Custom(
+                "idempotency scope held by a record that is not live".into(),
+            )),
+        },
+    }
+}
+
+/// A claim's four inserts, built before its transaction starts.
+struct Writes {
+    scope: Insert<idempotency::ActiveModel>,
+    payment: Insert<payment::ActiveModel>,
+    call: Insert<call::ActiveModel>,
+    receipt: Insert<receipt::ActiveModel>,
+}
+
+enum Written {
+    Claimed,
+    ScopeHeld,
+    NonceUsed,
+}
+
+/// The claim's transaction: the scope first, so that of two concurrent identical requests the
+/// loser stops there rather than on the shared nonce; then the payment's reservation (a
+/// reservation that was released, nothing processed and not the payer's fault, is taken over by
+/// this call; any other holder of the authorization makes it used); then the call and its
+/// receipt.
+async fn write(e: &impl Exec, w: Writes) -> Result<Done<Written>, DbErr> {
+    if e.exec(&w.scope).await? == 0 {
+        return Ok(Done::Rollback(Written::ScopeHeld));
+    }
+    match e.insert(&w.payment).await? {
+        Inserted::Rows(1) => {}
+        Inserted::Rows(_) | Inserted::Duplicate => return Ok(Done::Rollback(Written::NonceUsed)),
+    }
+    e.exec(&w.call).await?;
+    e.exec(&w.receipt).await?;
+    Ok(Done::Commit(Written::Claimed))
 }

@@ -6,8 +6,9 @@ use grove_common::db::{
     calls::status,
     entities::{call, idempotency, payment},
     payments::status as pay_status,
+    write::{Done, Exec},
 };
-use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, TransactionTrait};
+use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
 use uuid::Uuid;
 
 /// Writes a settlement's outcome, with what it means for the call, in one transaction:
@@ -21,7 +22,15 @@ pub async fn record_outcome(
     outcome: &SettleOutcome,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
-    let txn = db.begin().await?;
+    grove_common::transaction!(db, async move |e| write(e, call_id, outcome, now).await)
+}
+
+async fn write(
+    e: &impl Exec,
+    call_id: Uuid,
+    outcome: &SettleOutcome,
+    now: DateTime<Utc>,
+) -> Result<Done<bool>, DbErr> {
     let payment_update = payment::Entity::update_many()
         .col_expr(payment::Column::UpdatedAt, now.into())
         .filter(payment::Column::CallId.eq(call_id))
@@ -41,11 +50,9 @@ pub async fn record_outcome(
                 .col_expr(
                     payment::Column::NextCheckAt,
                     Option::<DateTime<Utc>>::None.into(),
-                )
-                .exec(&txn)
-                .await?;
-            changed.rows_affected == 1
-                && move_call(&txn, call_id, status::PENDING, None, now).await?
+                );
+            e.exec(&changed).await? == 1
+                && move_call(e, call_id, status::PENDING, None, now).await?
         }
         SettleOutcome::Refused { reason } => {
             // Refused credentials processed nothing: the reservation is handed back so that the
@@ -62,12 +69,10 @@ pub async fn record_outcome(
                 .col_expr(
                     payment::Column::NextCheckAt,
                     Option::<DateTime<Utc>>::None.into(),
-                )
-                .exec(&txn)
-                .await?;
-            let moved = changed.rows_affected == 1
+                );
+            let moved = e.exec(&changed).await? == 1
                 && move_call(
-                    &txn,
+                    e,
                     call_id,
                     status::UNPAID,
                     Some(format!("{code}:{reason}")),
@@ -75,10 +80,9 @@ pub async fn record_outcome(
                 )
                 .await?;
             if moved {
-                idempotency::Entity::delete_many()
-                    .filter(idempotency::Column::CallId.eq(call_id))
-                    .exec(&txn)
-                    .await?;
+                let release = idempotency::Entity::delete_many()
+                    .filter(idempotency::Column::CallId.eq(call_id));
+                e.exec(&release).await?;
             }
             moved
         }
@@ -92,29 +96,26 @@ pub async fn record_outcome(
                     .col_expr(payment::Column::SentTx, Some(sent.hash.clone()).into())
                     .col_expr(payment::Column::SentTxRaw, sent.raw.clone().into());
             }
-            update.exec(&txn).await?;
+            e.exec(&update).await?;
             false
         }
     };
-    txn.commit().await?;
-    Ok(moved)
+    Ok(Done::Commit(moved))
 }
 
 /// `settling → to`, only from `settling`: a settlement outcome decides a call once.
 async fn move_call(
-    txn: &sea_orm::DatabaseTransaction,
+    e: &impl Exec,
     call_id: Uuid,
     to: &str,
     error: Option<String>,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
-    let res = call::Entity::update_many()
+    let update = call::Entity::update_many()
         .col_expr(call::Column::Status, to.into())
         .col_expr(call::Column::Error, error.into())
         .col_expr(call::Column::UpdatedAt, now.into())
         .filter(call::Column::Id.eq(call_id))
-        .filter(call::Column::Status.eq(status::SETTLING))
-        .exec(txn)
-        .await?;
-    Ok(res.rows_affected == 1)
+        .filter(call::Column::Status.eq(status::SETTLING));
+    Ok(e.exec(&update).await? == 1)
 }

@@ -1,0 +1,331 @@
+//! Write transactions run in one piece.
+//!
+//! On SQLite, sqlx runs every statement on its connection's own thread: each statement, BEGIN
+//! and COMMIT included, is a message there and a reply back (two thread wake-ups), and the
+//! process's one connection (`super::connect_with`) stays held across all of them. The paid
+//! call's write transactions took a dozen such round trips; the hand-offs were a quarter of the
+//! process's CPU and, with one connection, what capped throughput (issue 12).
+//!
+//! Here a SQLite transaction takes the connection's lock once (sqlx's `lock_handle`: one
+//! hand-off) and runs all its statements on the caller's thread through rusqlite, on the same
+//! handle: the same connection, page cache and settings (WAL, synchronous level, busy timeout),
+//! so durability is what it was. The statements are still sea-orm's, built for SQLite and bound
+//! exactly as sqlx binds them (`bind`), so what is written here reads back through sea-orm like
+//! any other row. Other databases run the same transaction bodies on a sea-orm transaction.
+//!
+//! What moved is where the statements wait: a writer in another process on the same file (a
+//! separate worker) makes `BEGIN IMMEDIATE` wait out its transaction on this runtime thread, as
+//! sqlx's thread waited before. Transactions here are a handful of small statements.
+//!
+//! A body is an async function generic over [`Exec`]; [`transaction!`](crate::transaction)
+//! runs it on whichever the connection is. A body writes and counts rows; it does not read
+//! rows back (rusqlite cannot decode sea-orm's models), so callers build what they return from
+//! what they wrote, and read afterwards in the rare case they need the database's copy.
+
+use futures::FutureExt;
+use sea_orm::{
+    DatabaseConnection, DatabaseTransaction, DbBackend, DbErr, QueryTrait, RuntimeErr, SqlErr,
+    Statement, TransactionTrait,
+    sqlx::{Sqlite, pool::PoolConnection},
+};
+use std::future::Future;
+
+/// What a transaction body decided: keep its writes, or undo them; either way it answers `T`.
+#[derive(Debug)]
+pub enum Done<T> {
+    Commit(T),
+    Rollback(T),
+}
+
+/// What an insert did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inserted {
+    /// The rows it wrote (0 when an `ON CONFLICT` clause kept the existing row).
+    Rows(u64),
+    /// A unique key (primary or not) already held the row.
+    Duplicate,
+}
+
+/// Where a transaction body's statements run.
+pub trait Exec {
+    /// Runs one insert, update or delete; the rows it changed.
+    fn exec(&self, query: &impl QueryTrait) -> impl Future<Output = Result<u64, DbErr>> + Send;
+
+    /// Runs one insert, telling a unique key's refusal apart from other errors. PostgreSQL
+    /// aborts the transaction there: a body that meets `Duplicate` rolls back.
+    fn insert(
+        &self,
+        query: &impl QueryTrait,
+    ) -> impl Future<Output = Result<Inserted, DbErr>> + Send;
+}
+
+/// A transaction's connection, as `begin` found it.
+pub enum Begun {
+    /// SQLite: the connection itself; the transaction runs under its lock (`lite`).
+    Lite(PoolConnection<Sqlite>),
+    /// Anything else: a sea-orm transaction (`sea`).
+    Sea(DatabaseTransaction),
+}
+
+pub async fn begin(db: &DatabaseConnection) -> Result<Begun, DbErr> {
+    if db.get_database_backend() == DbBackend::Sqlite {
+        let conn = db
+            .get_sqlite_connection_pool()
+            .acquire()
+            .await
+            .map_err(|e| match e {
+                sea_orm::sqlx::Error::PoolTimedOut => {
+                    DbErr::ConnectionAcquire(sea_orm::error::ConnAcquireErr::Timeout)
+                }
+                e => DbErr::Conn(RuntimeErr::SqlxError(e.into())),
+            })?;
+        Ok(Begun::Lite(conn))
+    } else {
+        Ok(Begun::Sea(db.begin().await?))
+    }
+}
+
+/// Runs `body` as one write transaction on `db`: `body` is an `async move |e| …` whose `e` is an
+/// [`Exec`], written once and compiled for both kinds of connection. Evaluates to
+/// `Result<T, DbErr>` where the body answers `Result<Done<T>, DbErr>`; an error rolls back.
+#[macro_export]
+macro_rules! transaction {
+    ($db:expr, async move |$e:ident| $body:expr) => {
+        match $crate::db::write::begin($db).await {
+            Err(e) => Err(e),
+            Ok($crate::db::write::Begun::Lite(conn)) => {
+                $crate::db::write::lite(conn, async move |$e| $body).await
+            }
+            Ok($crate::db::write::Begun::Sea(txn)) => {
+                $crate::db::write::sea(txn, async move |$e| $body).await
+            }
+        }
+    };
+}
+
+/// Runs `body` in a sea-orm transaction.
+pub async fn sea<T>(
+    txn: DatabaseTransaction,
+    body: impl AsyncFnOnce(&Sea<'_>) -> Result<Done<T>, DbErr>,
+) -> Result<T, DbErr> {
+    let done = body(&Sea(&txn)).await;
+    match done {
+        Ok(Done::Commit(t)) => {
+            txn.commit().await?;
+            Ok(t)
+        }
+        Ok(Done::Rollback(t)) => {
+            txn.rollback().await?;
+            Ok(t)
+        }
+        Err(e) => {
+            // Dropping an open sea-orm transaction rolls it back; an explicit rollback reports
+            // a connection that is gone, which the body's error already says.
+            let _ = txn.rollback().await;
+            Err(e)
+        }
+    }
+}
+
+/// A sea-orm transaction as an [`Exec`].
+pub struct Sea<'t>(&'t DatabaseTransaction);
+
+impl Exec for Sea<'_> {
+    fn exec(&self, query: &impl QueryTrait) -> impl Future<Output = Result<u64, DbErr>> + Send {
+        use sea_orm::ConnectionTrait;
+        let stmt = query.build(self.0.get_database_backend());
+        async move { Ok(self.0.execute_raw(stmt).await?.rows_affected()) }
+    }
+
+    fn insert(
+        &self,
+        query: &impl QueryTrait,
+    ) -> impl Future<Output = Result<Inserted, DbErr>> + Send {
+        let run = self.exec(query);
+        async move {
+            match run.await {
+                Ok(rows) => Ok(Inserted::Rows(rows)),
+                Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
+                    Ok(Inserted::Duplicate)
+                }
+                Err(e) => Err(e),
+            }
+        }
+    }
+}
+
+/// Runs `body` as one transaction on the locked SQLite connection, on this thread.
+pub async fn lite<T>(
+    mut conn: PoolConnection<Sqlite>,
+    body: impl AsyncFnOnce(&Lite<'_>) -> Result<Done<T>, DbErr>,
+) -> Result<T, DbErr> {
+    let mut locked = conn
+        .lock_handle()
+        .await
+        .map_err(|e| DbErr::Conn(RuntimeErr::SqlxError(e.into())))?;
+    // Nothing below waits: the statements run here, and a body's futures are ready when made.
+    lock::with_connection(&mut locked, |c| {
+        // IMMEDIATE: the write lock is taken now, so a writer in another process makes this one
+        // wait (busy timeout) here rather than fail on its first write.
+        c.execute_batch("BEGIN IMMEDIATE").map_err(lite_err)?;
+        let open = lock::Open(c);
+        let done = body(&Lite(c)).now_or_never().unwrap_or_else(|| {
+            Err(DbErr::Custom(
+                "a SQLite transaction body waited on something other than its statements".into(),
+            ))
+        });
+        match done {
+            Ok(Done::Commit(t)) => {
+                open.commit()?;
+                Ok(t)
+            }
+            Ok(Done::Rollback(t)) => {
+                drop(open);
+                Ok(t)
+            }
+            Err(e) => {
+                drop(open);
+                Err(e)
+            }
+        }
+    })
+}
+
+/// The locked SQLite connection as an [`Exec`]: each statement runs when it is made, so the
+/// futures it returns are ready.
+pub struct Lite<'c>(&'c rusqlite::Connection);
+
+impl Lite<'_> {
+    fn run(&self, stmt: Statement) -> Result<u64, rusqlite::Error> {
+        let mut prepared = self.0.prepare(&stmt.sql)?;
+        if let Some(values) = stmt.values {
+            for (i, value) in values.0.iter().enumerate() {
+                prepared.raw_bind_parameter(i + 1, bind(value)?)?;
+            }
+        }
+        Ok(prepared.raw_execute()? as u64)
+    }
+}
+
+impl Exec for Lite<'_> {
+    fn exec(&self, query: &impl QueryTrait) -> impl Future<Output = Result<u64, DbErr>> + Send {
+        std::future::ready(self.run(query.build(DbBackend::Sqlite)).map_err(lite_err))
+    }
+
+    fn insert(
+        &self,
+        query: &impl QueryTrait,
+    ) -> impl Future<Output = Result<Inserted, DbErr>> + Send {
+        let inserted = match self.run(query.build(DbBackend::Sqlite)) {
+            Ok(rows) => Ok(Inserted::Rows(rows)),
+            Err(e) if is_unique_violation(&e) => Ok(Inserted::Duplicate),
+            Err(e) => Err(lite_err(e)),
+        };
+        std::future::ready(inserted)
+    }
+}
+
+fn is_unique_violation(e: &rusqlite::Error) -> bool {
+    use rusqlite::ffi;
+    matches!(
+        e.sqlite_error().map(|e| e.extended_code),
+        Some(ffi::SQLITE_CONSTRAINT_UNIQUE | ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
+    )
+}
+
+fn lite_err(e: rusqlite::Error) -> DbErr {
+    DbErr::Exec(RuntimeErr::Internal(format!("sqlite: {e}")))
+}
+
+/// A sea-query value as sqlx binds it for SQLite (`sea-query-sqlx`, then sqlx-sqlite's
+/// encoders), so that rows written here and through sea-orm are stored alike: a UUID as its 16
+/// bytes, a time as RFC 3339 text with the digits it needs, JSON as text, a bool as 0 or 1.
+fn bind(value: &sea_orm::Value) -> Result<rusqlite::types::Value, rusqlite::Error> {
+    use chrono::SecondsFormat::AutoSi;
+    use rusqlite::types::Value as V;
+    use sea_orm::Value;
+    let int = |i: Option<i64>| i.map_or(V::Null, V::Integer);
+    Ok(match value {
+        Value::Bool(b) => int(b.map(i64::from)),
+        Value::TinyInt(i) => int(i.map(i64::from)),
+        Value::SmallInt(i) => int(i.map(i64::from)),
+        Value::Int(i) => int(i.map(i64::from)),
+        Value::BigInt(i) => int(*i),
+        Value::TinyUnsigned(i) => int(i.map(i64::from)),
+        Value::SmallUnsigned(i) => int(i.map(i64::from)),
+        Value::Unsigned(i) => int(i.map(i64::from)),
+        Value::BigUnsigned(i) => match i {
+            Some(i) => V::Integer(i64::try_from(*i).map_err(|_| unsupported("a u64 over i64"))?),
+            None => V::Null,
+        },
+        Value::Float(f) => f.map_or(V::Null, |f| V::Real(f64::from(f))),
+        Value::Double(f) => f.map_or(V::Null, V::Real),
+        Value::String(s) => s.clone().map_or(V::Null, V::Text),
+        Value::Char(c) => c.map_or(V::Null, |c| V::Text(c.to_string())),
+        Value::Bytes(b) => b.clone().map_or(V::Null, V::Blob),
+        Value::Uuid(u) => u.map_or(V::Null, |u| V::Blob(u.as_bytes().to_vec())),
+        Value::Json(j) => match j {
+            Some(j) => V::Text(serde_json::to_string(j).map_err(|_| unsupported("JSON"))?),
+            None => V::Null,
+        },
+        Value::ChronoDateTimeUtc(t) => {
+            t.map_or(V::Null, |t| V::Text(t.to_rfc3339_opts(AutoSi, false)))
+        }
+        Value::ChronoDateTimeWithTimeZone(t) => {
+            t.map_or(V::Null, |t| V::Text(t.to_rfc3339_opts(AutoSi, false)))
+        }
+        Value::ChronoDateTime(t) => {
+            t.map_or(V::Null, |t| V::Text(t.format("%F %T%.f").to_string()))
+        }
+        Value::ChronoDate(d) => d.map_or(V::Null, |d| V::Text(d.format("%F").to_string())),
+        _ => return Err(unsupported("this value type")),
+    })
+}
+
+fn unsupported(what: &str) -> rusqlite::Error {
+    rusqlite::Error::ToSqlConversionFailure(format!("cannot bind {what} for SQLite").into())
+}
+
+/// The one place a rusqlite connection is made from sqlx's handle.
+#[allow(unsafe_code)]
+mod lock {
+    use super::lite_err;
+    use sea_orm::{DbErr, sqlx::sqlite::LockedSqliteHandle};
+
+    /// Runs `f` on the connection `locked` holds. The rusqlite connection borrows the handle for
+    /// `f` only, and does not own it (dropping it neither closes the database nor touches
+    /// sqlx's statements).
+    pub fn with_connection<T>(
+        locked: &mut LockedSqliteHandle<'_>,
+        f: impl FnOnce(&rusqlite::Connection) -> Result<T, DbErr>,
+    ) -> Result<T, DbErr> {
+        let handle = locked.as_raw_handle();
+        // SAFETY: `handle` is sqlx's open connection, and `locked` holds its lock (its worker
+        // thread waits) for as long as `conn` lives: no one else uses the handle meanwhile, and
+        // `conn` cannot outlive this call.
+        let conn =
+            unsafe { rusqlite::Connection::from_handle(handle.as_ptr()) }.map_err(lite_err)?;
+        f(&conn)
+    }
+
+    /// An open transaction: rolled back unless committed, also when a body panics, so the
+    /// connection never goes back to sqlx inside a transaction.
+    pub struct Open<'c>(pub &'c rusqlite::Connection);
+
+    impl Open<'_> {
+        pub fn commit(self) -> Result<(), DbErr> {
+            let done = self.0.execute_batch("COMMIT").map_err(lite_err);
+            // A failed COMMIT leaves the transaction open: the drop below rolls it back.
+            drop(self);
+            done
+        }
+    }
+
+    impl Drop for Open<'_> {
+        fn drop(&mut self) {
+            if !self.0.is_autocommit() {
+                let _ = self.0.execute_batch("ROLLBACK");
+            }
+        }
+    }
+}

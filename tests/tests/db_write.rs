@@ -1,0 +1,260 @@
+//! Write transactions in one piece (`grove_common::db::write`, issue 12): on SQLite they run on
+//! sqlx's locked handle through rusqlite, elsewhere on a sea-orm transaction. What they write
+//! must be stored exactly as sea-orm stores it, a body's error or rollback must leave nothing,
+//! and the connection must come back out of any transaction, even after a panic.
+
+use chrono::{TimeZone, Utc};
+use grove_common::{
+    db::{
+        entities::{call, payment},
+        write::{Done, Exec, Inserted},
+    },
+    transaction,
+};
+use grove_tests::TestDb;
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, Statement};
+use serde_json::json;
+use uuid::Uuid;
+
+async fn database() -> (TestDb, DatabaseConnection) {
+    let test_db = TestDb::new().await;
+    let db = grove_common::db::connect_url(&test_db.url)
+        .await
+        .expect("database");
+    grove_migrations::run(&db).await.expect("migrations");
+    (test_db, db)
+}
+
+/// A call row with every kind of value the paid path writes: UUIDs, text, JSON with nesting,
+/// unicode and floats, integers, times with and without sub-second digits, nulls.
+fn a_call(id: Uuid, receipt: &str) -> call::Model {
+    call::Model {
+        id,
+        kind: "coaching".into(),
+        agent: Some("sales".into()),
+        mode: None,
+        payer: "0xAbC0000000000000000000000000000000000001".into(),
+        request_hash: "h".repeat(64),
+        request: json!({"messages": [{"role": "user", "content": "Grüße \"quoted\" ☕"}], "n": 1.5, "z": null}),
+        status: "settling".into(),
+        attempts: 3,
+        runs: -1,
+        error: None,
+        receipt_id: receipt.into(),
+        request_id: "req_1".into(),
+        created_at: Utc.with_ymd_and_hms(2026, 11, 25, 4, 5, 6).unwrap(),
+        updated_at: Utc::now(),
+        completed_at: Some(Utc.timestamp_opt(1_764_000_000, 123_000_000).unwrap()),
+    }
+}
+
+fn a_payment(id: Uuid, call_id: Uuid, nonce: &str) -> payment::Model {
+    payment::Model {
+        id,
+        call_id,
+        payer: "0xabc".into(),
+        nonce: nonce.into(),
+        amount: "180000".into(),
+        network: "eip155:8453".into(),
+        x402_version: 2,
+        status: "reserved".into(),
+        transaction: None,
+        error: Some("x".into()),
+        settle_request: Some(json!({"a": [1, 2, {"b": true}]})),
+        valid_before: Some(i64::MAX),
+        checks: 0,
+        next_check_at: None,
+        sent_tx: None,
+        sent_tx_raw: None,
+        created_at: Utc::now(),
+        updated_at: Utc::now(),
+    }
+}
+
+/// Each named column of the row, as the database stores it (SQLite's `quote` shows the storage
+/// class too: text, blob or integer).
+async fn stored(db: &DatabaseConnection, table: &str, id: Uuid, columns: &[&str]) -> Vec<String> {
+    let quoted: Vec<String> = match db.get_database_backend() {
+        DbBackend::Sqlite => columns.iter().map(|c| format!("quote(\"{c}\")")).collect(),
+        _ => columns.iter().map(|c| format!("\"{c}\"::text")).collect(),
+    };
+    let (sql, id_value) = match db.get_database_backend() {
+        DbBackend::Sqlite => ("?", sea_orm::Value::from(id)),
+        _ => ("$1", sea_orm::Value::from(id)),
+    };
+    let row = db
+        .query_one_raw(Statement::from_sql_and_values(
+            db.get_database_backend(),
+            format!(
+                "SELECT {} FROM \"{table}\" WHERE id = {sql}",
+                quoted
+                    .iter()
+                    .enumerate()
+                    .map(|(i, q)| format!("{q} AS c{i}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            [id_value],
+        ))
+        .await
+        .expect("read")
+        .expect("row");
+    (0..columns.len())
+        .map(|i| {
+            row.try_get::<Option<String>>("", &format!("c{i}"))
+                .expect("column")
+                .unwrap_or_else(|| "NULL".into())
+        })
+        .collect()
+}
+
+/// Every column but the id and the receipt (unique per row).
+const CALL_COLUMNS: [&str; 14] = [
+    "kind",
+    "agent",
+    "mode",
+    "payer",
+    "request_hash",
+    "request",
+    "status",
+    "attempts",
+    "runs",
+    "error",
+    "request_id",
+    "created_at",
+    "updated_at",
+    "completed_at",
+];
+
+#[tokio::test]
+async fn a_row_written_in_one_piece_is_stored_as_sea_orm_stores_it() {
+    let (_t, db) = database().await;
+    let (ours, theirs) = (Uuid::now_v7(), Uuid::now_v7());
+    let mine = a_call(ours, "r");
+    let mut other = a_call(theirs, "r2");
+    other.updated_at = mine.updated_at;
+    call::Entity::insert(call::ActiveModel::from(other.clone()))
+        .exec_without_returning(&db)
+        .await
+        .expect("sea-orm insert");
+    let insert = call::Entity::insert(call::ActiveModel::from(mine.clone()));
+    let pay = payment::Entity::insert(payment::ActiveModel::from(a_payment(
+        Uuid::now_v7(),
+        ours,
+        "n1",
+    )));
+    let rows = transaction!(&db, async move |e| {
+        let a = e.exec(&insert).await?;
+        let b = e.exec(&pay).await?;
+        Ok(Done::Commit(a + b))
+    })
+    .expect("transaction");
+    assert_eq!(rows, 2);
+
+    // Read back through sea-orm: the same model as the row sea-orm wrote.
+    let read = |id| {
+        let db = db.clone();
+        async move {
+            call::Entity::find_by_id(id)
+                .one(&db)
+                .await
+                .expect("read")
+                .expect("row")
+        }
+    };
+    let (mut ours_read, theirs_read) = (read(ours).await, read(theirs).await);
+    assert_eq!(ours_read.request, mine.request);
+    ours_read.id = theirs;
+    ours_read.receipt_id = other.receipt_id.clone();
+    assert_eq!(ours_read, theirs_read);
+    // Stored alike, byte for byte, column by column.
+    let a = stored(&db, "calls", ours, &CALL_COLUMNS).await;
+    let b = stored(&db, "calls", theirs, &CALL_COLUMNS).await;
+    assert_eq!(a, b);
+    // UUIDs too: a lookup by id through sea-orm finds the row we wrote.
+    let paid = payment::Entity::find().all(&db).await.expect("payments");
+    assert_eq!(paid.len(), 1);
+    assert_eq!(paid[0].call_id, ours);
+    assert_eq!(
+        paid[0].settle_request,
+        Some(json!({"a": [1, 2, {"b": true}]}))
+    );
+    assert_eq!(paid[0].valid_before, Some(i64::MAX));
+}
+
+async fn calls(db: &DatabaseConnection) -> usize {
+    call::Entity::find().all(db).await.expect("calls").len()
+}
+
+#[tokio::test]
+async fn a_body_that_fails_or_rolls_back_leaves_nothing() {
+    let (t, db) = database().await;
+    let insert = call::Entity::insert(call::ActiveModel::from(a_call(Uuid::now_v7(), "r")));
+    let failed: Result<(), DbErr> = transaction!(&db, async move |e| {
+        e.exec(&insert).await?;
+        Err(DbErr::Custom("the body gave up".into()))
+    });
+    assert!(failed.is_err());
+    assert_eq!(calls(&db).await, 0, "an error rolls back what was written");
+
+    let insert = call::Entity::insert(call::ActiveModel::from(a_call(Uuid::now_v7(), "r")));
+    let answered = transaction!(&db, async move |e| {
+        e.exec(&insert).await?;
+        Ok(Done::Rollback("kept nothing"))
+    })
+    .expect("rolled back");
+    assert_eq!(answered, "kept nothing");
+    assert_eq!(calls(&db).await, 0, "a rollback keeps nothing");
+
+    // And the connection is usable and outside any transaction: this write is committed.
+    call::Entity::insert(call::ActiveModel::from(a_call(Uuid::now_v7(), "r")))
+        .exec_without_returning(&db)
+        .await
+        .expect("insert after");
+    let second = grove_common::db::connect_url(&t.url).await.expect("db");
+    assert_eq!(calls(&second).await, 1);
+}
+
+#[tokio::test]
+async fn a_taken_unique_key_is_reported_as_a_duplicate() {
+    let (_t, db) = database().await;
+    let first = call::Entity::insert(call::ActiveModel::from(a_call(Uuid::now_v7(), "r")));
+    let inserted = transaction!(&db, async move |e| Ok(Done::Commit(
+        e.insert(&first).await?
+    )))
+    .expect("first");
+    assert_eq!(inserted, Inserted::Rows(1));
+    // Same receipt id: the unique key refuses it, told apart from other errors. (PostgreSQL
+    // aborts the transaction there, so a body rolls back after a duplicate.)
+    let again = call::Entity::insert(call::ActiveModel::from(a_call(Uuid::now_v7(), "r")));
+    let inserted = transaction!(&db, async move |e| Ok(Done::Rollback(
+        e.insert(&again).await?
+    )))
+    .expect("second");
+    assert_eq!(inserted, Inserted::Duplicate);
+    assert_eq!(calls(&db).await, 1);
+}
+
+#[tokio::test]
+async fn a_panicking_body_leaves_nothing_and_the_connection_out_of_its_transaction() {
+    let (t, db) = database().await;
+    let inner = db.clone();
+    let insert = call::Entity::insert(call::ActiveModel::from(a_call(Uuid::now_v7(), "r")));
+    let panicked = tokio::spawn(async move {
+        let _: Result<(), DbErr> = transaction!(&inner, async move |e| {
+            e.exec(&insert).await?;
+            panic!("a bug in the body");
+        });
+    })
+    .await;
+    assert!(panicked.is_err(), "the body panicked");
+    call::Entity::insert(call::ActiveModel::from(a_call(Uuid::now_v7(), "r2")))
+        .exec_without_returning(&db)
+        .await
+        .expect("the connection still writes");
+    // Seen from another connection: the later write is committed, the panicked one is not.
+    let second = grove_common::db::connect_url(&t.url).await.expect("db");
+    let seen = call::Entity::find().all(&second).await.expect("calls");
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].receipt_id, "r2");
+}
