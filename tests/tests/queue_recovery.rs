@@ -465,3 +465,44 @@ async fn a_worker_that_loses_its_liveness_lock_exits_non_zero() {
         lost.elapsed().as_secs_f64()
     );
 }
+
+/// The commands its private Redis has processed so far (`INFO stats`).
+async fn commands_processed(url: &str) -> u64 {
+    let client = redis::Client::open(url).expect("url");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect");
+    let info: String = redis::cmd("INFO")
+        .arg("stats")
+        .query_async(&mut conn)
+        .await
+        .expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix("total_commands_processed:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("total_commands_processed")
+}
+
+/// An idle worker fetches once per signal (a push's wake-up, its poll tick), not in a loop: its
+/// two consumers used to wake each other into about 2,200 empty fetches a second each (issue
+/// 12). Over two idle seconds its Redis now sees the ticks and heartbeats: a few dozen commands.
+#[tokio::test]
+async fn an_idle_worker_does_not_fetch_in_a_loop() {
+    let rig = rig(false, 60).await;
+    let url = rig.redis.url();
+    let before = commands_processed(&url).await;
+    let window = Duration::from_secs(2);
+    tokio::time::sleep(window).await;
+    let after = commands_processed(&url).await;
+    // Two queues polled every 250 ms (5 commands a fetch) and a heartbeat each every 2 s come
+    // to about 100; the loop made over 20,000.
+    let seen = after - before;
+    assert!(
+        seen < 400,
+        "{seen} Redis commands in {window:?} from an idle worker"
+    );
+    // And it still takes work: the call is answered (200) by one model call.
+    rig.paid_call(Duration::from_secs(20)).await;
+    assert_eq!(rig.paid.llm.received(), 1);
+}

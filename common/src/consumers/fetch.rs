@@ -7,7 +7,10 @@
 //! since more may be waiting) or its own poll tick. Every worker hears the same wake-ups, and a
 //! worker that just took a job waits `COOLDOWN` before it takes another, so the others get
 //! their turn: a backlog drains in rounds of about one job per worker, spread across workers.
-//! The price is a ceiling of one job per `COOLDOWN` per worker and queue (100 per second).
+//! A worker whose jobs have all ended takes the next at once: spreading matters for jobs that
+//! hold a worker (a slow model), and a job that ended holds nothing. Without that exception the
+//! cooldown was a ceiling of 100 jobs per second per worker and queue, whatever the jobs cost
+//! (issue 12: one PostgreSQL + Redis worker made 79-83 paid calls/s).
 
 use apalis_core::{
     backend::{Backend, BackendConfig, WireFormatBackend},
@@ -97,6 +100,27 @@ pub struct FairFetch<B> {
     /// Set after taking a job: no fetch before it fires.
     cooldown: Option<Pin<Box<tokio::time::Sleep>>>,
     announce: Announce,
+    /// The waker the inner backend gets: it tells its own wake-ups (a fetch's answer) apart
+    /// from the task's other ones.
+    inner: Arc<InnerWake>,
+}
+
+/// Records that the inner backend asked to be polled, and passes the wake-up on to the task.
+#[derive(Default)]
+struct InnerWake {
+    woke: std::sync::atomic::AtomicBool,
+    task: futures::task::AtomicWaker,
+}
+
+impl std::task::Wake for InnerWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woke.store(true, std::sync::atomic::Ordering::Release);
+        self.task.wake();
+    }
 }
 
 /// Publishes "there may be more" on the queue's wake-up channel.
@@ -137,6 +161,7 @@ impl<B> FairFetch<B> {
             armed: true,
             cooldown: None,
             announce: Announce { conn, channel },
+            inner: Arc::default(),
         }
     }
 }
@@ -165,22 +190,44 @@ impl<B: Backend> Backend for FairFetch<B> {
         while let Poll::Ready(Some(())) = self.wake.poll_recv(cx) {
             self.armed = true;
         }
-        if !self.armed {
+        // The task is also polled for wake-ups that are not ours (apalis polls a worker's
+        // backends together): only a signal, or the inner backend's own wake-up (the answer to
+        // a fetch in flight), polls it. Polling it otherwise starts a fetch each time: two idle
+        // consumers in one process woke each other into about 2,200 empty fetches a second
+        // each (issue 12, `redis-cli monitor`).
+        self.inner.task.register(cx.waker());
+        let woke = self
+            .inner
+            .woke
+            .swap(false, std::sync::atomic::Ordering::Acquire);
+        if !self.armed && !woke {
             return Poll::Pending;
         }
         if let Some(cooldown) = self.cooldown.as_mut() {
-            if cooldown.as_mut().poll(cx).is_pending() {
+            // apalis counts a job from the moment it is handed over until it ends, and wakes
+            // the worker when the count falls to zero: an idle worker skips the rest. (No fetch
+            // is in flight during a cooldown: it starts when a job was taken, batch size one.)
+            if worker.task_count() > 0 && cooldown.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
             self.cooldown = None;
         }
-        // Disarmed only after taking a job: with a batch size of one, the inner backend then
-        // holds nothing and has no fetch in flight, so stopping here abandons nothing.
-        let next = self.backend.poll_next(cx, worker);
-        if let Poll::Ready(Some(Ok(_))) = &next {
-            self.armed = false;
-            self.cooldown = Some(Box::pin(tokio::time::sleep(COOLDOWN)));
-            self.announce.send();
+        let waker = std::task::Waker::from(Arc::clone(&self.inner));
+        let next = self
+            .backend
+            .poll_next(&mut Context::from_waker(&waker), worker);
+        match &next {
+            // Disarmed after taking a job: with a batch size of one, the inner backend then
+            // holds nothing and has no fetch in flight, so stopping here abandons nothing.
+            Poll::Ready(Some(Ok(_))) => {
+                self.cooldown = Some(Box::pin(tokio::time::sleep(COOLDOWN)));
+                self.announce.send();
+                self.armed = false;
+            }
+            // A fetch in flight (its answer wakes `inner`) or one that came back empty: either
+            // way this signal is spent.
+            Poll::Pending => self.armed = false,
+            Poll::Ready(_) => {}
         }
         next
     }
