@@ -7,10 +7,11 @@
 //! since more may be waiting) or its own poll tick. Every worker hears the same wake-ups, and a
 //! worker that just took a job waits `COOLDOWN` before it takes another, so the others get
 //! their turn: a backlog drains in rounds of about one job per worker, spread across workers.
-//! A worker whose jobs have all ended takes the next at once: spreading matters for jobs that
-//! hold a worker (a slow model), and a job that ended holds nothing. Without that exception the
-//! cooldown was a ceiling of 100 jobs per second per worker and queue, whatever the jobs cost
-//! (issue 12: one PostgreSQL + Redis worker made 79-83 paid calls/s).
+//! A worker holding fewer than `AT_ONCE` jobs takes the next at once: spreading matters for
+//! jobs that hold a worker (a slow model), and a job that ended holds nothing. Without that
+//! exception the cooldown was a ceiling of 100 jobs per second per worker and queue, whatever
+//! the jobs cost (issue 12: one PostgreSQL + Redis worker made 79-83 paid calls/s; with the
+//! exception for an idle worker only, 133, one job at a time).
 
 use apalis_core::{
     backend::{Backend, BackendConfig, WireFormatBackend},
@@ -90,6 +91,10 @@ impl WakeFeed {
 
 /// How long a worker that took a job leaves the next one to the others.
 pub const COOLDOWN: Duration = Duration::from_millis(10);
+
+/// Jobs a worker may hold and still take the next without a cooldown: a backlog still spreads
+/// (each worker takes this many, then one per `COOLDOWN`), and quick jobs overlap.
+pub const AT_ONCE: usize = 4;
 
 /// A Redis backend (fetching one job at a time: batch size 1) that fetches only when armed.
 pub struct FairFetch<B> {
@@ -205,9 +210,10 @@ impl<B: Backend> Backend for FairFetch<B> {
         }
         if let Some(cooldown) = self.cooldown.as_mut() {
             // apalis counts a job from the moment it is handed over until it ends, and wakes
-            // the worker when the count falls to zero: an idle worker skips the rest. (No fetch
-            // is in flight during a cooldown: it starts when a job was taken, batch size one.)
-            if worker.task_count() > 0 && cooldown.as_mut().poll(cx).is_pending() {
+            // the worker when the count falls to zero; the poll tick and wake-ups come anyway.
+            // (No fetch is in flight during a cooldown: it starts when a job was taken, batch
+            // size one.)
+            if worker.task_count() >= AT_ONCE && cooldown.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
             self.cooldown = None;
