@@ -53,6 +53,15 @@ pub async fn connect_with(url: &str, sync: SqliteSync) -> Result<DatabaseConnect
         .connect_timeout(Duration::from_secs(10))
         .acquire_timeout(Duration::from_secs(10))
         .sqlx_logging(false);
+    // sqlx pings a connection on every checkout by default: one more round trip per statement
+    // (to PostgreSQL, or to SQLite's connection thread), a quarter of the embedded paid call's
+    // thread hand-offs (issue 12). A SQLite file cannot hang up; a PostgreSQL connection is
+    // pinged only after sitting idle, when a restart or a proxy may have dropped it.
+    if sqlite {
+        options.test_before_acquire(false);
+    } else {
+        options.test_before_acquire_if_idle_for(Duration::from_secs(10));
+    }
     if sqlite {
         // WAL lets readers run beside the writer; busy_timeout makes concurrent writers wait
         // their turn instead of failing with "database is locked".
