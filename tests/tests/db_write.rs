@@ -1,5 +1,6 @@
-//! Write transactions in one piece (`grove_common::db::write`, issue 12): on SQLite they run on
-//! sqlx's locked handle through rusqlite, elsewhere on a sea-orm transaction. What they write
+//! Write transactions in one piece (`grove_common::db::write`, issue 12): on a SQLite file they
+//! run through rusqlite on a connection of their own beside sqlx's, on in-memory SQLite on sqlx's
+//! locked handle, elsewhere on a sea-orm transaction. What they write
 //! must be stored exactly as sea-orm stores it, a body's error or rollback must leave nothing,
 //! and the connection must come back out of any transaction, even after a panic.
 
@@ -257,4 +258,106 @@ async fn a_panicking_body_leaves_nothing_and_the_connection_out_of_its_transacti
     let seen = call::Entity::find().all(&second).await.expect("calls");
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].receipt_id, "r2");
+}
+
+/// An update that reads its calls back (a run's start, `calls::start_attempt`) gets each call as
+/// sea-orm reads it: on SQLite the row is decoded from rusqlite, elsewhere by sea-orm.
+#[tokio::test]
+async fn an_update_reads_back_the_calls_it_changed_as_sea_orm_reads_them() {
+    use sea_orm::{ColumnTrait, QueryFilter};
+    let (_t, db) = database().await;
+    let (first, second, untouched) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    for (id, receipt) in [(first, "r1"), (second, "r2"), (untouched, "r3")] {
+        let mut c = a_call(id, receipt);
+        if id == second {
+            c.completed_at = None;
+            c.error = Some("was: 'quoted' ☕".into());
+        }
+        call::Entity::insert(call::ActiveModel::from(c))
+            .exec_without_returning(&db)
+            .await
+            .expect("insert");
+    }
+    let update = call::Entity::update_many()
+        .col_expr(call::Column::Status, "running".into())
+        .col_expr(call::Column::UpdatedAt, Utc::now().into())
+        .filter(call::Column::Id.is_in([first, second]));
+    let mut returned = grove_common::db::write::update_calls(&db, update)
+        .await
+        .expect("update");
+    returned.sort_by_key(|c| c.id);
+    assert_eq!(returned.len(), 2, "the two calls it changed, not the third");
+    for c in &returned {
+        let read = call::Entity::find_by_id(c.id)
+            .one(&db)
+            .await
+            .expect("read")
+            .expect("row");
+        assert_eq!(c, &read);
+        assert_eq!(c.status, "running");
+    }
+    assert_eq!(returned[1].completed_at, None);
+    assert_eq!(returned[1].error.as_deref(), Some("was: 'quoted' ☕"));
+}
+
+/// On a SQLite file the transactions run on a connection of their own beside sqlx's. When
+/// sqlx's connection holds the write lock, a transaction must wait its turn without blocking
+/// the runtime: on this one-thread runtime, a blocking wait would keep the other transaction
+/// from ever reaching its COMMIT, and ours would fail with "database is locked".
+#[tokio::test]
+async fn a_transaction_waits_its_turn_behind_another_writer_without_blocking_the_runtime() {
+    use sea_orm::TransactionTrait;
+    let (_t, db) = database().await;
+    if db.get_database_backend() != DbBackend::Sqlite {
+        return; // PostgreSQL locks rows, and these two writes share none.
+    }
+    // Opened once beforehand, so that the wait below is for the lock and nothing else.
+    transaction!(&db, async move |_e| Ok(Done::Commit(()))).expect("the own connection opens");
+    let holding = db.begin().await.expect("sqlx transaction");
+    call::Entity::insert(call::ActiveModel::from(a_call(Uuid::now_v7(), "held")))
+        .exec_without_returning(&holding)
+        .await
+        .expect("sqlx's write takes the lock");
+
+    let ours = db.clone();
+    let insert = call::Entity::insert(call::ActiveModel::from(a_call(Uuid::now_v7(), "ours")));
+    let waiting = tokio::spawn(async move {
+        transaction!(&ours, async move |e| Ok(Done::Commit(
+            e.exec(&insert).await?
+        )))
+    });
+    // The spawned transaction runs now, finds the lock held, and must give the thread back.
+    tokio::task::yield_now().await;
+    assert!(!waiting.is_finished(), "it waits while the lock is held");
+    holding.commit().await.expect("sqlx's transaction commits");
+    let rows = waiting.await.expect("joined").expect("ours commits after");
+    assert_eq!(rows, 1);
+    assert_eq!(calls(&db).await, 2);
+}
+
+/// An in-memory database has no file for a second connection: transactions run on sqlx's own
+/// connection, and read back what they wrote all the same.
+#[tokio::test]
+async fn an_in_memory_database_runs_the_same_transactions() {
+    use sea_orm::{ColumnTrait, QueryFilter};
+    let db = grove_common::db::connect_url("sqlite::memory:")
+        .await
+        .expect("database");
+    grove_migrations::run(&db).await.expect("migrations");
+    let id = Uuid::now_v7();
+    let insert = call::Entity::insert(call::ActiveModel::from(a_call(id, "r")));
+    transaction!(&db, async move |e| Ok(Done::Commit(e.exec(&insert).await?)))
+        .expect("transaction");
+    let update = call::Entity::update_many()
+        .col_expr(call::Column::Status, "running".into())
+        .filter(call::Column::Id.eq(id));
+    let returned = grove_common::db::write::update_calls(&db, update)
+        .await
+        .expect("update");
+    let read = call::Entity::find_by_id(id)
+        .one(&db)
+        .await
+        .expect("read")
+        .expect("row");
+    assert_eq!(returned, vec![read]);
 }

@@ -6,29 +6,32 @@
 //! call's write transactions took a dozen such round trips; the hand-offs were a quarter of the
 //! process's CPU and, with one connection, what capped throughput (issue 12).
 //!
-//! Here a SQLite transaction takes the connection's lock once (sqlx's `lock_handle`: one
-//! hand-off) and runs all its statements on the caller's thread through rusqlite, on the same
-//! handle: the same connection, page cache and settings (WAL, synchronous level, busy timeout),
-//! so durability is what it was. The statements are still sea-orm's, built for SQLite and bound
-//! exactly as sqlx binds them (`bind`), so what is written here reads back through sea-orm like
-//! any other row. Other databases run the same transaction bodies on a sea-orm transaction.
-//!
-//! What moved is where the statements wait: a writer in another process on the same file (a
-//! separate worker) makes `BEGIN IMMEDIATE` wait out its transaction on this runtime thread, as
-//! sqlx's thread waited before. Transactions here are a handful of small statements.
+//! Here a SQLite transaction runs all its statements on the caller's thread through rusqlite:
+//! on a SQLite file, on our own connection beside sqlx's, with the same settings and its
+//! statements kept prepared (`own`); on an in-memory database, on sqlx's own handle, whose lock
+//! it takes once (sqlx's `lock_handle`: one hand-off). Either way the synchronous level and WAL
+//! are sqlx's, so durability is what it was. The statements are still sea-orm's, built for
+//! SQLite and bound exactly as sqlx binds them (`bind`), so what is written here reads back
+//! through sea-orm like any other row. Other databases run the same transaction bodies on a
+//! sea-orm transaction.
 //!
 //! A body is an async function generic over [`Exec`]; [`transaction!`](crate::transaction)
 //! runs it on whichever the connection is. A body writes and counts rows; it does not read
 //! rows back (rusqlite cannot decode sea-orm's models), so callers build what they return from
 //! what they wrote, and read afterwards in the rare case they need the database's copy.
 
+mod own;
+mod row;
+
+use crate::db::entities::call;
 use futures::FutureExt;
 use sea_orm::{
     DatabaseConnection, DatabaseTransaction, DbBackend, DbErr, QueryTrait, RuntimeErr, SqlErr,
-    Statement, TransactionTrait,
+    Statement, TransactionTrait, UpdateMany,
+    sea_query::Query,
     sqlx::{Sqlite, pool::PoolConnection},
 };
-use std::future::Future;
+use std::{future::Future, sync::Arc};
 
 /// What a transaction body decided: keep its writes, or undo them; either way it answers `T`.
 #[derive(Debug)]
@@ -57,11 +60,35 @@ pub trait Exec {
         &self,
         query: &impl QueryTrait,
     ) -> impl Future<Output = Result<Inserted, DbErr>> + Send;
+
+    /// Runs an update of calls and reads back the rows it changed (`RETURNING`).
+    fn update_calls(
+        &self,
+        update: UpdateMany<call::Entity>,
+    ) -> impl Future<Output = Result<Vec<call::Model>, DbErr>> + Send;
+}
+
+/// One update of calls, read back: on SQLite where the write transactions run (no hand-off to
+/// sqlx's thread, and the page cache stays our connection's); elsewhere one statement on the
+/// connection (a transaction around it would only add round trips).
+pub async fn update_calls(
+    db: &DatabaseConnection,
+    update: UpdateMany<call::Entity>,
+) -> Result<Vec<call::Model>, DbErr> {
+    if db.get_database_backend() == DbBackend::Sqlite {
+        crate::transaction!(db, async move |e| Ok(Done::Commit(
+            e.update_calls(update).await?
+        )))
+    } else {
+        update.exec_with_returning(db).await
+    }
 }
 
 /// A transaction's connection, as `begin` found it.
 pub enum Begun {
-    /// SQLite: the connection itself; the transaction runs under its lock (`lite`).
+    /// A SQLite file: our own connection to it (`own`).
+    Own(Arc<own::Own>),
+    /// In-memory SQLite: sqlx's connection itself; the transaction runs under its lock (`lite`).
     Lite(PoolConnection<Sqlite>),
     /// Anything else: a sea-orm transaction (`sea`).
     Sea(DatabaseTransaction),
@@ -69,6 +96,9 @@ pub enum Begun {
 
 pub async fn begin(db: &DatabaseConnection) -> Result<Begun, DbErr> {
     if db.get_database_backend() == DbBackend::Sqlite {
+        if let Some(own) = own::of(db).await? {
+            return Ok(Begun::Own(own));
+        }
         let conn = db
             .get_sqlite_connection_pool()
             .acquire()
@@ -93,6 +123,9 @@ macro_rules! transaction {
     ($db:expr, async move |$e:ident| $body:expr) => {
         match $crate::db::write::begin($db).await {
             Err(e) => Err(e),
+            Ok($crate::db::write::Begun::Own(own)) => {
+                $crate::db::write::own(own, async move |$e| $body).await
+            }
             Ok($crate::db::write::Begun::Lite(conn)) => {
                 $crate::db::write::lite(conn, async move |$e| $body).await
             }
@@ -152,6 +185,21 @@ impl Exec for Sea<'_> {
             }
         }
     }
+
+    fn update_calls(
+        &self,
+        update: UpdateMany<call::Entity>,
+    ) -> impl Future<Output = Result<Vec<call::Model>, DbErr>> + Send {
+        update.exec_with_returning(self.0)
+    }
+}
+
+/// Runs `body` as one transaction on our own connection to a SQLite file, on this thread.
+pub async fn own<T>(
+    own: Arc<own::Own>,
+    body: impl AsyncFnOnce(&Lite<'_>) -> Result<Done<T>, DbErr>,
+) -> Result<T, DbErr> {
+    own::run(own, body).await
 }
 
 /// Runs `body` as one transaction on the locked SQLite connection, on this thread.
@@ -163,47 +211,96 @@ pub async fn lite<T>(
         .lock_handle()
         .await
         .map_err(|e| DbErr::Conn(RuntimeErr::SqlxError(e.into())))?;
-    // Nothing below waits: the statements run here, and a body's futures are ready when made.
     lock::with_connection(&mut locked, |c| {
         // IMMEDIATE: the write lock is taken now, so a writer in another process makes this one
         // wait (busy timeout) here rather than fail on its first write.
         c.execute_batch("BEGIN IMMEDIATE").map_err(lite_err)?;
-        let open = lock::Open(c);
-        let done = body(&Lite(c)).now_or_never().unwrap_or_else(|| {
-            Err(DbErr::Custom(
-                "a SQLite transaction body waited on something other than its statements".into(),
-            ))
-        });
-        match done {
-            Ok(Done::Commit(t)) => {
-                open.commit()?;
-                Ok(t)
-            }
-            Ok(Done::Rollback(t)) => {
-                drop(open);
-                Ok(t)
-            }
-            Err(e) => {
-                drop(open);
-                Err(e)
-            }
-        }
+        // Statements are not kept on sqlx's handle: it must close with none open.
+        in_transaction(c, false, body)
     })
 }
 
-/// The locked SQLite connection as an [`Exec`]: each statement runs when it is made, so the
+/// Runs `body` in the transaction just begun on `c`, and commits or rolls back as it decides.
+/// Nothing here waits: the statements run in place, and a body's futures are ready when made.
+fn in_transaction<T>(
+    c: &rusqlite::Connection,
+    keep_statements: bool,
+    body: impl AsyncFnOnce(&Lite<'_>) -> Result<Done<T>, DbErr>,
+) -> Result<T, DbErr> {
+    let open = lock::Open(c);
+    let lite = Lite {
+        conn: c,
+        keep_statements,
+    };
+    let done = body(&lite).now_or_never().unwrap_or_else(|| {
+        Err(DbErr::Custom(
+            "a SQLite transaction body waited on something other than its statements".into(),
+        ))
+    });
+    match done {
+        Ok(Done::Commit(t)) => {
+            open.commit()?;
+            Ok(t)
+        }
+        Ok(Done::Rollback(t)) => {
+            drop(open);
+            Ok(t)
+        }
+        Err(e) => {
+            drop(open);
+            Err(e)
+        }
+    }
+}
+
+/// A SQLite connection in a transaction, as an [`Exec`]: each statement runs when it is made, so the
 /// futures it returns are ready.
-pub struct Lite<'c>(&'c rusqlite::Connection);
+pub struct Lite<'c> {
+    conn: &'c rusqlite::Connection,
+    /// Prepared statements stay for the next transaction (our own connection only).
+    keep_statements: bool,
+}
 
 impl Lite<'_> {
-    fn run(&self, stmt: Statement) -> Result<u64, rusqlite::Error> {
-        let mut prepared = self.0.prepare(&stmt.sql)?;
-        if let Some(values) = stmt.values {
-            for (i, value) in values.0.iter().enumerate() {
-                prepared.raw_bind_parameter(i + 1, bind(value)?)?;
+    /// Prepares `stmt` (or finds it kept), binds its values and hands it to `f`.
+    fn with_statement<T>(
+        &self,
+        stmt: Statement,
+        f: impl FnOnce(&mut rusqlite::Statement<'_>) -> Result<T, rusqlite::Error>,
+    ) -> Result<T, rusqlite::Error> {
+        let bound = |prepared: &mut rusqlite::Statement<'_>| {
+            if let Some(values) = &stmt.values {
+                for (i, value) in values.0.iter().enumerate() {
+                    prepared.raw_bind_parameter(i + 1, bind(value)?)?;
+                }
             }
+            f(prepared)
+        };
+        if self.keep_statements {
+            bound(&mut *self.conn.prepare_cached(&stmt.sql)?)
+        } else {
+            bound(&mut self.conn.prepare(&stmt.sql)?)
         }
-        Ok(prepared.raw_execute()? as u64)
+    }
+
+    fn run(&self, stmt: Statement) -> Result<u64, rusqlite::Error> {
+        self.with_statement(stmt, |s| Ok(s.raw_execute()? as u64))
+    }
+
+    fn calls_returning(
+        &self,
+        update: UpdateMany<call::Entity>,
+    ) -> Result<Vec<call::Model>, rusqlite::Error> {
+        let mut query = update.into_query();
+        query.returning(Query::returning().columns(row::call_columns()));
+        self.with_statement(DbBackend::Sqlite.build(&query), |s| {
+            let mut rows = s.raw_query();
+            let mut calls = Vec::new();
+            while let Some(r) = rows.next()? {
+                calls.push(row::call(r)?);
+            }
+            Ok(calls)
+        })
     }
 }
 
@@ -222,6 +319,13 @@ impl Exec for Lite<'_> {
             Err(e) => Err(lite_err(e)),
         };
         std::future::ready(inserted)
+    }
+
+    fn update_calls(
+        &self,
+        update: UpdateMany<call::Entity>,
+    ) -> impl Future<Output = Result<Vec<call::Model>, DbErr>> + Send {
+        std::future::ready(self.calls_returning(update).map_err(lite_err))
     }
 }
 

@@ -117,7 +117,7 @@ async fn take(
     condition: Condition,
     now: DateTime<Utc>,
 ) -> Result<Start, DbErr> {
-    let updated = call::Entity::update_many()
+    let update = call::Entity::update_many()
         .col_expr(call::Column::Status, Expr::value(status::RUNNING))
         .col_expr(
             call::Column::Attempts,
@@ -128,11 +128,10 @@ async fn take(
         .col_expr(lease_owner(), Expr::value(runner.run.to_string()))
         .col_expr(lease_process(), Expr::value(runner.process))
         .filter(call::Column::Id.eq(id))
-        .filter(condition)
-        // RETURNING: the started call comes back from the update itself, one round trip
-        // instead of two on every run's start (issue 12).
-        .exec_with_returning(db)
-        .await?;
+        .filter(condition);
+    // RETURNING: the started call comes back from the update itself, one round trip instead of
+    // two on every run's start; on SQLite it runs where the paid path's writes do (issue 12).
+    let updated = crate::db::write::update_calls(db, update).await?;
     if let Some(started) = updated.into_iter().next() {
         return Ok(Start::Started(Box::new(started)));
     }
