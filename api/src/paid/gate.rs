@@ -76,9 +76,7 @@ pub async fn purchase(
     );
     let request_hash = idempotency::request_hash(path, &canonical);
     let deadline = Instant::now() + state.config.call_deadline;
-    let requirements = terms
-        .challenge(codes::PAYMENT_REQUIRED)
-        .requirements_for(payment.version);
+    let requirements = terms.requirements(payment.version);
     let settle_request = SettleRequest::for_payment(&payment, requirements);
     let claim = reserve(
         state,

@@ -18,6 +18,11 @@ impl Terms<'_> {
         challenge::build(&self.state.config, &self.pay_to, &self.offer, error)
     }
 
+    /// What a payment in `x402_version` settles against (the challenge's one requirement).
+    pub fn requirements(&self, x402_version: u8) -> serde_json::Value {
+        challenge::requirements(&self.state.config, &self.pay_to, &self.offer, x402_version)
+    }
+
     pub fn refuse(&self, error: &str) -> ApiError {
         ApiError::PaymentRequired(Box::new(self.challenge(error)))
     }

@@ -81,59 +81,22 @@ pub fn offered_extra() -> Value {
 
 /// The challenge for `offer`, paying `pay_to`, with `error` as its code.
 pub fn build(config: &Config, pay_to: &str, offer: &Offer<'_>, error: &str) -> Challenge {
-    let url = config.absolute(&offer.path);
-    let mut description = offer.description.clone();
-    if config.settles_locally() {
-        // CONTRACT 3: the development default says so in the resource description.
-        description.push_str(" [development: payments are verified locally and not settled]");
-    }
-    let extra = offered_extra();
-    let amount = offer.price.atomic_string();
-
+    let offered = accepts_v2(pay_to, offer);
     let v2 = PaymentRequiredV2 {
         x402_version: 2,
         error: error.to_owned(),
         resource: ResourceInfo {
-            url: url.clone(),
-            description: description.clone(),
+            url: config.absolute(&offer.path),
+            description: description(config, offer),
             mime_type: "application/json".into(),
         },
-        accepts: vec![PaymentRequirementsV2 {
-            scheme: x402::SCHEME_EXACT.into(),
-            network: x402::NETWORK_V2.into(),
-            amount: amount.clone(),
-            asset: x402::USDC_ADDRESS.into(),
-            pay_to: pay_to.to_owned(),
-            max_timeout_seconds: OFFERED_MAX_TIMEOUT_SECONDS,
-            extra: extra.clone(),
-        }],
+        accepts: vec![offered],
         extensions: json!({ "bazaar": bazaar(config, offer) }),
     };
     let v1 = PaymentRequirementsResponseV1 {
         x402_version: 1,
         error: error.to_owned(),
-        accepts: vec![PaymentRequirementsV1 {
-            scheme: x402::SCHEME_EXACT.into(),
-            network: x402::NETWORK_V1.into(),
-            max_amount_required: amount,
-            resource: url,
-            description,
-            mime_type: "application/json".into(),
-            pay_to: pay_to.to_owned(),
-            max_timeout_seconds: OFFERED_MAX_TIMEOUT_SECONDS,
-            asset: x402::USDC_ADDRESS.into(),
-            extra,
-            output_schema: json!({
-                "input": {
-                    "type": "http",
-                    "method": "POST",
-                    "discoverable": true,
-                    "bodyType": "json",
-                    "bodyFields": offer.request_schema.get("properties").cloned().unwrap_or(Value::Null),
-                },
-                "output": { "$ref": config.absolute(&offer.response_schema_path) },
-            }),
-        }],
+        accepts: vec![accepts_v1(config, pay_to, offer)],
     };
     // Serialising these plain structs cannot fail; fall back to an empty header rather than panic.
     let header = STANDARD.encode(serde_json::to_vec(&v2).unwrap_or_default());
@@ -142,6 +105,64 @@ pub fn build(config: &Config, pay_to: &str, offer: &Offer<'_>, error: &str) -> C
         header,
         body: v1,
         v2,
+    }
+}
+
+/// The one requirement `build` offers, in `x402_version` only, as the facilitator's
+/// `paymentRequirements`: what a paid call settles against, without the rest of a 402.
+pub fn requirements(config: &Config, pay_to: &str, offer: &Offer<'_>, x402_version: u8) -> Value {
+    let value = if x402_version == 1 {
+        serde_json::to_value(accepts_v1(config, pay_to, offer))
+    } else {
+        serde_json::to_value(accepts_v2(pay_to, offer))
+    };
+    // Plain structs of strings and numbers always serialise; Null would be refused downstream.
+    value.unwrap_or(Value::Null)
+}
+
+fn description(config: &Config, offer: &Offer<'_>) -> String {
+    let mut description = offer.description.clone();
+    if config.settles_locally() {
+        // CONTRACT 3: the development default says so in the resource description.
+        description.push_str(" [development: payments are verified locally and not settled]");
+    }
+    description
+}
+
+fn accepts_v2(pay_to: &str, offer: &Offer<'_>) -> PaymentRequirementsV2 {
+    PaymentRequirementsV2 {
+        scheme: x402::SCHEME_EXACT.into(),
+        network: x402::NETWORK_V2.into(),
+        amount: offer.price.atomic_string(),
+        asset: x402::USDC_ADDRESS.into(),
+        pay_to: pay_to.to_owned(),
+        max_timeout_seconds: OFFERED_MAX_TIMEOUT_SECONDS,
+        extra: offered_extra(),
+    }
+}
+
+fn accepts_v1(config: &Config, pay_to: &str, offer: &Offer<'_>) -> PaymentRequirementsV1 {
+    PaymentRequirementsV1 {
+        scheme: x402::SCHEME_EXACT.into(),
+        network: x402::NETWORK_V1.into(),
+        max_amount_required: offer.price.atomic_string(),
+        resource: config.absolute(&offer.path),
+        description: description(config, offer),
+        mime_type: "application/json".into(),
+        pay_to: pay_to.to_owned(),
+        max_timeout_seconds: OFFERED_MAX_TIMEOUT_SECONDS,
+        asset: x402::USDC_ADDRESS.into(),
+        extra: offered_extra(),
+        output_schema: json!({
+            "input": {
+                "type": "http",
+                "method": "POST",
+                "discoverable": true,
+                "bodyType": "json",
+                "bodyFields": offer.request_schema.get("properties").cloned().unwrap_or(Value::Null),
+            },
+            "output": { "$ref": config.absolute(&offer.response_schema_path) },
+        }),
     }
 }
 
@@ -188,5 +209,42 @@ impl IntoResponse for Challenge {
                 .insert(x402::headers::PAYMENT_REQUIRED, value);
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grove_common::money::UsdcAmount;
+
+    /// A paid call settles against `requirements`, built without the rest of the 402: it must be
+    /// exactly the requirement the 402 offered, in either version, in development and not.
+    #[test]
+    fn the_requirements_settled_against_are_the_ones_the_challenge_offers() {
+        let schema = json!({"type": "object", "properties": {"messages": {"type": "array"}}});
+        let offer = Offer {
+            path: "/api/v1/agents/mary/call".into(),
+            description: "Coaching".into(),
+            price: UsdcAmount::from_atomic(180_000),
+            request_schema: &schema,
+            request_schema_path: "/schemas/request.json".into(),
+            response_schema_path: "/schemas/response.json".into(),
+            example_body: json!({"messages": []}),
+        };
+        let pay_to = "0x1111111111111111111111111111111111111111";
+        let facilitated = [("X402_FACILITATOR_URL", "http://127.0.0.1:9")];
+        for vars in [&[][..], &facilitated[..]] {
+            let map = vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let config = Config::from_map(&map).expect("config");
+            let challenge = build(&config, pay_to, &offer, "payment_required");
+            for version in [1, 2] {
+                let offered = challenge.requirements_for(version);
+                assert!(offered.is_object());
+                assert_eq!(requirements(&config, pay_to, &offer, version), offered);
+            }
+        }
     }
 }
