@@ -153,38 +153,54 @@ pub fn normalise_enums(schema: &Value, value: &mut Value) {
 
 /// [`normalise_enums`] below `path`, pushing the JSON pointer of every value it changed.
 pub fn fix_enum_case(schema: &Value, value: &mut Value, path: &str, fixed: &mut Vec<String>) {
+    fix_below(schema, value, &mut path.to_owned(), fixed);
+}
+
+/// `fix_enum_case` with the pointer grown and cut back in place: it runs over every value of
+/// every answer, and only a changed value needs its pointer kept.
+fn fix_below(schema: &Value, value: &mut Value, at: &mut String, fixed: &mut Vec<String>) {
     match value {
         Value::String(s) => {
             let allowed = schema
                 .get("enum")
                 .and_then(Value::as_array)
-                .map(|v| v.iter().collect::<Vec<_>>())
-                .or_else(|| schema.get("const").map(|c| vec![c]))
+                .map(Vec::as_slice)
+                .or_else(|| schema.get("const").map(std::slice::from_ref))
                 .unwrap_or_default();
             let trimmed = s.trim();
             let hit = allowed
                 .iter()
-                .filter_map(|v| v.as_str())
+                .filter_map(Value::as_str)
                 .find(|a| a.eq_ignore_ascii_case(trimmed));
             if let Some(hit) = hit
                 && hit != s
             {
                 *s = hit.to_owned();
-                fixed.push(path.to_owned());
+                fixed.push(at.clone());
             }
         }
         Value::Array(list) => {
             if let Some(items) = schema.get("items") {
                 for (i, v) in list.iter_mut().enumerate() {
-                    fix_enum_case(items, v, &format!("{path}/{i}"), fixed);
+                    let len = at.len();
+                    at.push('/');
+                    at.push_str(&i.to_string());
+                    fix_below(items, v, at, fixed);
+                    at.truncate(len);
                 }
             }
         }
         Value::Object(map) => {
+            let Some(properties) = schema.get("properties") else {
+                return;
+            };
             for (key, v) in map.iter_mut() {
-                if let Some(sub) = schema.get("properties").and_then(|p| p.get(key)) {
-                    let at = format!("{path}/{}", grove_common::schema::escape_pointer(key));
-                    fix_enum_case(sub, v, &at, fixed);
+                if let Some(sub) = properties.get(key) {
+                    let len = at.len();
+                    at.push('/');
+                    at.push_str(&grove_common::schema::escape_pointer(key));
+                    fix_below(sub, v, at, fixed);
+                    at.truncate(len);
                 }
             }
         }
