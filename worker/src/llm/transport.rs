@@ -36,7 +36,7 @@ pub(super) async fn post_json(
     client: &reqwest::Client,
     url: &str,
     headers: HeaderMap,
-    body: &serde_json::Value,
+    body: &(impl serde::Serialize + ?Sized + Sync),
     timeout: Duration,
 ) -> Result<String, Failure<LlmError>> {
     let response = client

@@ -63,7 +63,7 @@ impl OpenAiProvider {
         })
     }
 
-    fn body(&self, request: &LlmRequest, mode: StructuredOutput) -> Value {
+    fn body<'r>(&self, request: &'r LlmRequest, mode: StructuredOutput) -> Body<'r> {
         let system = match mode {
             StructuredOutput::Strict => request.system.clone(),
             _ => structured::schema_in_prompt(&request.system, &request.schema),
@@ -78,33 +78,31 @@ impl OpenAiProvider {
                 .iter()
                 .map(|m| json!({"role": m.role.as_str(), "content": m.content})),
         );
-        let mut body = json!({"model": self.model, "messages": messages});
-        body[self.max_tokens_field] = json!(request.max_output_tokens);
+        let mut fields = json!({"model": self.model, "messages": messages});
+        fields[self.max_tokens_field] = json!(request.max_output_tokens);
         if let Some(t) = self.temperature {
-            body["temperature"] = json!(t);
+            fields["temperature"] = json!(t);
         }
-        match mode {
-            StructuredOutput::Strict => {
-                body["response_format"] = json!({
-                    "type": "json_schema",
-                    "json_schema": {
-                        "name": request.schema_name,
-                        "strict": true,
-                        "schema": *request.schema,
-                    },
-                });
-            }
-            StructuredOutput::JsonObject => {
-                body["response_format"] = json!({"type": "json_object"});
-            }
-            StructuredOutput::Prompt => {}
+        let response_format = match mode {
+            StructuredOutput::Strict => Some(ResponseFormat::JsonSchema {
+                json_schema: NamedSchema {
+                    name: &request.schema_name,
+                    strict: true,
+                    schema: &request.schema,
+                },
+            }),
+            StructuredOutput::JsonObject => Some(ResponseFormat::JsonObject),
+            StructuredOutput::Prompt => None,
+        };
+        Body {
+            fields,
+            response_format,
         }
-        body
     }
 
     async fn attempt(
         &self,
-        body: &Value,
+        body: &Body<'_>,
         timeout: Duration,
     ) -> Result<(Value, Usage), Failure<LlmError>> {
         let raw =
@@ -112,6 +110,31 @@ impl OpenAiProvider {
                 .await?;
         answer::read_answer(&raw).map_err(Failure::Final)
     }
+}
+
+/// A chat completion request. The response format is written from the request as it is
+/// serialised: the schema (tens of kilobytes of JSON) was copied into every body before.
+#[derive(serde::Serialize)]
+struct Body<'r> {
+    /// Model, messages, token limit, temperature.
+    #[serde(flatten)]
+    fields: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat<'r>>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ResponseFormat<'r> {
+    JsonSchema { json_schema: NamedSchema<'r> },
+    JsonObject,
+}
+
+#[derive(serde::Serialize)]
+struct NamedSchema<'r> {
+    name: &'r str,
+    strict: bool,
+    schema: &'r Value,
 }
 
 /// `auto`: OpenAI's own API and Azure OpenAI take `max_completion_tokens` (their reasoning
