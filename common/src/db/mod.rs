@@ -45,7 +45,8 @@ pub async fn connect_with(url: &str, sync: SqliteSync) -> Result<DatabaseConnect
     // connections' page caches and writers queue in SQLite's busy handler: one connection cut
     // the paid call's server CPU by a third (5,873 → 3,906 µs beside 8 connections, and 5,051
     // with 2; issue 12, `grove.sh`). Single statements run on sqlx's thread for the connection;
-    // the paid path's write transactions run whole under its lock (`write`).
+    // write transactions on a file run on a connection of their own (`write::own`), the only
+    // other one, so that the paid path's writes all stay on one connection and its page cache.
     let mut options = ConnectOptions::new(url.to_owned());
     options
         .max_connections(if sqlite { 1 } else { 16 })
