@@ -35,6 +35,16 @@ impl TestDb {
         Self::on(&backend()).await
     }
 
+    /// A new database on `GROVE_TEST_DB`'s backend, migrated, with a connection to it.
+    pub async fn migrated() -> (Self, sea_orm::DatabaseConnection) {
+        let test_db = Self::new().await;
+        let db = grove_common::db::connect_url(&test_db.url)
+            .await
+            .expect("database");
+        grove_migrations::run(&db).await.expect("migrations");
+        (test_db, db)
+    }
+
     /// A database on `backend` (`sqlite` or `postgres`).
     pub async fn on(backend: &str) -> Self {
         let name = unique_name();

@@ -32,15 +32,6 @@ use std::{
 };
 use uuid::Uuid;
 
-async fn database() -> (TestDb, DatabaseConnection) {
-    let test_db = TestDb::new().await;
-    let db = grove_common::db::connect_url(&test_db.url)
-        .await
-        .expect("database");
-    grove_migrations::run(&db).await.expect("migrations");
-    (test_db, db)
-}
-
 async fn insert_call(db: &DatabaseConnection, status: &str) -> Uuid {
     let id = Uuid::now_v7();
     let now = chrono::Utc::now();
@@ -90,7 +81,7 @@ fn runner(process: i64) -> Runner {
 
 #[tokio::test]
 async fn a_call_starts_once_and_is_taken_over_only_after_its_lease_lapses() {
-    let (_test_db, db) = database().await;
+    let (_test_db, db) = TestDb::migrated().await;
     let id = insert_call(&db, calls::status::PENDING).await;
     let (first, second) = (runner(1), runner(2));
 
@@ -129,7 +120,7 @@ async fn a_call_starts_once_and_is_taken_over_only_after_its_lease_lapses() {
 /// taken over cannot store an outcome over the new run's.
 #[tokio::test]
 async fn a_run_whose_process_died_is_taken_over_at_once_and_cannot_store_over_the_new_run() {
-    let (test_db, db) = database().await;
+    let (test_db, db) = TestDb::migrated().await;
     let id = insert_call(&db, calls::status::PENDING).await;
     let dying = Liveness::claim(&db, &test_db.url)
         .await
@@ -245,7 +236,7 @@ fn answer(run: &str) -> calls::ModelCallRecord {
 
 #[tokio::test]
 async fn only_a_pending_call_starts() {
-    let (_test_db, db) = database().await;
+    let (_test_db, db) = TestDb::migrated().await;
     // `settling`: the payment's outcome is unknown; `unpaid`: it was refused; `failed` runs
     // again only once the API reopens it to `pending`.
     for status in ["settling", "unpaid", "failed", "completed"] {

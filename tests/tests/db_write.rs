@@ -17,15 +17,6 @@ use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait
 use serde_json::json;
 use uuid::Uuid;
 
-async fn database() -> (TestDb, DatabaseConnection) {
-    let test_db = TestDb::new().await;
-    let db = grove_common::db::connect_url(&test_db.url)
-        .await
-        .expect("database");
-    grove_migrations::run(&db).await.expect("migrations");
-    (test_db, db)
-}
-
 /// A call row with every kind of value the paid path writes: UUIDs, text, JSON with nesting,
 /// unicode and floats, integers, times with and without sub-second digits, nulls.
 fn a_call(id: Uuid, receipt: &str) -> call::Model {
@@ -129,7 +120,7 @@ const CALL_COLUMNS: [&str; 14] = [
 
 #[tokio::test]
 async fn a_row_written_in_one_piece_is_stored_as_sea_orm_stores_it() {
-    let (_t, db) = database().await;
+    let (_t, db) = TestDb::migrated().await;
     let (ours, theirs) = (Uuid::now_v7(), Uuid::now_v7());
     let mine = a_call(ours, "r");
     let mut other = a_call(theirs, "r2");
@@ -189,7 +180,7 @@ async fn calls(db: &DatabaseConnection) -> usize {
 
 #[tokio::test]
 async fn a_body_that_fails_or_rolls_back_leaves_nothing() {
-    let (t, db) = database().await;
+    let (t, db) = TestDb::migrated().await;
     let insert = call::Entity::insert(call::ActiveModel::from(a_call(Uuid::now_v7(), "r")));
     let failed: Result<(), DbErr> = transaction!(&db, async move |e| {
         e.exec(&insert).await?;
@@ -218,7 +209,7 @@ async fn a_body_that_fails_or_rolls_back_leaves_nothing() {
 
 #[tokio::test]
 async fn a_taken_unique_key_is_reported_as_a_duplicate() {
-    let (_t, db) = database().await;
+    let (_t, db) = TestDb::migrated().await;
     let first = call::Entity::insert(call::ActiveModel::from(a_call(Uuid::now_v7(), "r")));
     let inserted = transaction!(&db, async move |e| Ok(Done::Commit(
         e.insert(&first).await?
@@ -238,7 +229,7 @@ async fn a_taken_unique_key_is_reported_as_a_duplicate() {
 
 #[tokio::test]
 async fn a_panicking_body_leaves_nothing_and_the_connection_out_of_its_transaction() {
-    let (t, db) = database().await;
+    let (t, db) = TestDb::migrated().await;
     let inner = db.clone();
     let insert = call::Entity::insert(call::ActiveModel::from(a_call(Uuid::now_v7(), "r")));
     let panicked = tokio::spawn(async move {
@@ -265,7 +256,7 @@ async fn a_panicking_body_leaves_nothing_and_the_connection_out_of_its_transacti
 #[tokio::test]
 async fn an_update_reads_back_the_calls_it_changed_as_sea_orm_reads_them() {
     use sea_orm::{ColumnTrait, QueryFilter};
-    let (_t, db) = database().await;
+    let (_t, db) = TestDb::migrated().await;
     let (first, second, untouched) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
     for (id, receipt) in [(first, "r1"), (second, "r2"), (untouched, "r3")] {
         let mut c = a_call(id, receipt);
@@ -307,7 +298,7 @@ async fn an_update_reads_back_the_calls_it_changed_as_sea_orm_reads_them() {
 #[tokio::test]
 async fn a_transaction_waits_its_turn_behind_another_writer_without_blocking_the_runtime() {
     use sea_orm::TransactionTrait;
-    let (_t, db) = database().await;
+    let (_t, db) = TestDb::migrated().await;
     if db.get_database_backend() != DbBackend::Sqlite {
         return; // PostgreSQL locks rows, and these two writes share none.
     }
