@@ -327,3 +327,56 @@ async fn a_duplicate_delivery_during_a_live_run_makes_no_second_model_call() {
     assert_eq!(row.status, "completed");
     assert_eq!(row.attempts, 1, "the duplicate never started the call");
 }
+
+/// A second result for a call that has one (a re-run that raced the first to the finish)
+/// leaves the first standing and answers with it; the second's model answer is kept on record.
+/// PostgreSQL writes this as one statement, SQLite as a transaction: both must agree.
+#[tokio::test]
+async fn a_call_keeps_its_first_result() {
+    let (_test_db, db) = TestDb::migrated().await;
+    let id = insert_call(&db, "running").await;
+    let first = calls::complete(
+        &db,
+        id,
+        Finisher::Unleased,
+        json!({"run": "first"}),
+        (3, 4),
+        1,
+        None,
+    )
+    .await
+    .expect("complete")
+    .expect("stored");
+    assert_eq!(
+        (first.body.clone(), first.input_tokens, first.output_tokens),
+        (json!({"run": "first"}), 3, 4)
+    );
+    let mut late = answer("late");
+    late.seq = 1;
+    let second = calls::complete(
+        &db,
+        id,
+        Finisher::Unleased,
+        json!({"run": "late"}),
+        (1, 1),
+        1,
+        Some(late),
+    )
+    .await
+    .expect("complete")
+    .expect("the call's result");
+    assert_eq!(second.body, json!({"run": "first"}));
+    assert_eq!(
+        calls::load_result(&db, id)
+            .await
+            .expect("load")
+            .expect("result")
+            .body,
+        json!({"run": "first"})
+    );
+    let answers = calls::model_calls(&db, id, 0).await.expect("answers");
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].outcome, json!({"ok": {"run": "late"}}));
+    let row = calls::load(&db, id).await.expect("load").expect("row");
+    assert_eq!(row.status, "completed");
+}

@@ -6,17 +6,20 @@ use super::write::{Done, Exec};
 use chrono::Utc;
 use sea_orm::{
     ActiveValue::Set,
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, Insert, QueryFilter,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, Insert,
+    QueryFilter,
     sea_query::{Expr, OnConflict},
 };
 use serde_json::Value;
 use uuid::Uuid;
 
 mod lease;
+mod pg;
 pub use lease::{
     Finisher, Holder, LEASE, LEASE_RENEW_EVERY, Runner, Running, Start, holder, renew_lease,
     running_elsewhere, start_attempt, take_over,
 };
+pub use pg::settled as settled_in_one_statement;
 
 pub mod status {
     /// Paid for, but the settlement's outcome is not known yet: must not run (issue 7).
@@ -54,13 +57,6 @@ pub async fn complete(
     answer: Option<ModelCallRecord>,
 ) -> Result<Option<result::Model>, DbErr> {
     let now = Utc::now();
-    let finish = call::Entity::update_many()
-        .col_expr(call::Column::Status, Expr::value(status::COMPLETED))
-        .col_expr(call::Column::Error, Expr::value(Option::<String>::None))
-        .col_expr(call::Column::UpdatedAt, Expr::value(now))
-        .col_expr(call::Column::CompletedAt, Expr::value(Some(now)))
-        .filter(call::Column::Id.eq(call_id))
-        .filter(by.guard());
     let stored = result::Model {
         call_id,
         body,
@@ -69,13 +65,55 @@ pub async fn complete(
         model_calls: i32::try_from(model_calls).unwrap_or(i32::MAX),
         created_at: now,
     };
+    let written = if db.get_database_backend() == DbBackend::Postgres {
+        let answer = answer.map(|rec| pg::Answer {
+            run: rec.run,
+            seq: rec.seq,
+            outcome: rec.outcome,
+            tokens: (
+                i64::try_from(rec.tokens.0).unwrap_or(i64::MAX),
+                i64::try_from(rec.tokens.1).unwrap_or(i64::MAX),
+            ),
+            http_attempts: i32::try_from(rec.http_attempts).unwrap_or(i32::MAX),
+        });
+        pg::complete(db, by, &stored, answer, now).await?
+    } else {
+        complete_in_transaction(db, call_id, by, &stored, answer, now).await?
+    };
+    match written {
+        Finished::NotHolder => Ok(None),
+        Finished::Stored => Ok(Some(stored)),
+        // A re-run raced a first run to the finish: the first result stands, and is read back.
+        Finished::Existing => load_result(db, call_id)
+            .await?
+            .ok_or_else(|| DbErr::Custom("a result was neither stored nor found".into()))
+            .map(Some),
+    }
+}
+
+/// `complete`'s writes as a transaction (SQLite runs it on the caller's thread).
+async fn complete_in_transaction(
+    db: &DatabaseConnection,
+    call_id: Uuid,
+    by: Finisher,
+    stored: &result::Model,
+    answer: Option<ModelCallRecord>,
+    now: chrono::DateTime<Utc>,
+) -> Result<Finished, DbErr> {
+    let finish = call::Entity::update_many()
+        .col_expr(call::Column::Status, Expr::value(status::COMPLETED))
+        .col_expr(call::Column::Error, Expr::value(Option::<String>::None))
+        .col_expr(call::Column::UpdatedAt, Expr::value(now))
+        .col_expr(call::Column::CompletedAt, Expr::value(Some(now)))
+        .filter(call::Column::Id.eq(call_id))
+        .filter(by.guard());
     let store = result::Entity::insert(result::ActiveModel::from(stored.clone())).on_conflict(
         OnConflict::column(result::Column::CallId)
             .do_nothing()
             .to_owned(),
     );
     let answer = answer.map(|rec| model_call_insert(call_id, rec));
-    let written = crate::transaction!(db, async move |e| {
+    crate::transaction!(db, async move |e| {
         if e.exec(&finish).await? == 0 {
             return Ok(Done::Rollback(Finished::NotHolder));
         }
@@ -88,16 +126,7 @@ pub async fn complete(
         } else {
             Finished::Existing
         }))
-    })?;
-    match written {
-        Finished::NotHolder => Ok(None),
-        Finished::Stored => Ok(Some(stored)),
-        // A re-run raced a first run to the finish: the first result stands, and is read back.
-        Finished::Existing => load_result(db, call_id)
-            .await?
-            .ok_or_else(|| DbErr::Custom("a result was neither stored nor found".into()))
-            .map(Some),
-    }
+    })
 }
 
 /// What `complete`'s transaction did.
