@@ -156,3 +156,45 @@ fn is_busy(e: &rusqlite::Error) -> bool {
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SqliteSync;
+
+    async fn settings(sync: SqliteSync) -> (i64, i64) {
+        let dir = std::env::temp_dir().join(format!("grove-own-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let url = format!("sqlite://{}/t.db?mode=rwc", dir.display());
+        let db = crate::db::connect_with(&url, sync).await.expect("db");
+        let own = of(&db)
+            .await
+            .expect("open")
+            .expect("a file has its own connection");
+        let found = {
+            let conn = own.0.lock().expect("lock");
+            let read = |name: &str| {
+                conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0))
+                    .expect("pragma")
+            };
+            (read("synchronous"), read("foreign_keys"))
+        };
+        db.close().await.expect("close");
+        let _ = std::fs::remove_dir_all(dir);
+        found
+    }
+
+    /// The write transactions commit as durably as the configuration says: the synchronous
+    /// level (1 NORMAL, 2 FULL) and foreign keys are sqlx's connection's.
+    #[tokio::test]
+    async fn our_connection_commits_at_the_configured_synchronous_level() {
+        assert_eq!(settings(SqliteSync::Normal).await, (1, 1));
+        assert_eq!(settings(SqliteSync::Full).await, (2, 1));
+    }
+
+    #[tokio::test]
+    async fn an_in_memory_database_has_no_second_connection() {
+        let db = crate::db::connect_url("sqlite::memory:").await.expect("db");
+        assert!(of(&db).await.expect("lookup").is_none());
+    }
+}
