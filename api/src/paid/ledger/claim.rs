@@ -1,7 +1,7 @@
 //! Claiming a new paid call: the idempotency scope, the payment's reservation, the call and its
 //! receipt, in one transaction, or who already holds the scope or the authorization.
 
-use super::{Claim, NewCall, NewPayment};
+use super::{Claim, NewCall, NewPayment, claim_pg};
 use crate::paid::idempotency::Scope;
 use chrono::{DateTime, Utc};
 use grove_common::{
@@ -15,7 +15,7 @@ use grove_common::{
 };
 use sea_orm::{
     ActiveValue::Set,
-    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, ExprTrait, Insert,
+    ColumnTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, ExprTrait, Insert,
     sea_query::{Expr, OnConflict, Query},
 };
 use uuid::Uuid;
@@ -32,7 +32,7 @@ async fn holder(db: &DatabaseConnection, scope: &str) -> Result<Option<idempoten
 /// delivered, or proven unpaid. Never one whose payment is reserved or unknown (a second payment
 /// could be charged for one piece of work) nor a paid call that has not delivered (its identical
 /// retry is owed the result, or a free re-run).
-const FINISHED: [&str; 2] = [status::COMPLETED, status::UNPAID];
+pub(super) const FINISHED: [&str; 2] = [status::COMPLETED, status::UNPAID];
 
 fn existing(record: idempotency::Model) -> Claim {
     Claim::Existing {
@@ -58,17 +58,87 @@ pub async fn claim(
     let call_id = Uuid::now_v7();
     let receipt_id = receipts::new_id();
     let window = chrono::Duration::from_std(scope.window).unwrap_or(chrono::Duration::hours(24));
+    let model = call::Model {
+        id: call_id,
+        kind: call.kind.to_owned(),
+        agent: call.agent,
+        mode: call.mode,
+        payer: call.payer,
+        request_hash: call.request_hash,
+        request: call.request,
+        // Nothing may run until the settlement's outcome is known.
+        status: status::SETTLING.into(),
+        attempts: 0,
+        runs: 0,
+        error: None,
+        receipt_id: receipt_id.clone(),
+        request_id: call.request_id,
+        created_at: now,
+        updated_at: now,
+        completed_at: None,
+    };
+    let written = if db.get_database_backend() == DbBackend::Postgres {
+        let row = claim_pg::Row {
+            scope: scope.key.clone(),
+            call_id,
+            request_hash: model.request_hash.clone(),
+            window_start,
+            window_end: window_start + window,
+            payment_id: Uuid::now_v7(),
+            payer: model.payer.clone(),
+            nonce: pay.nonce,
+            amount: pay.amount,
+            network: pay.network,
+            x402_version: pay.x402_version,
+            settle_request: pay.settle_request,
+            valid_before: pay.valid_before,
+            now,
+            kind: model.kind.clone(),
+            agent: model.agent.clone(),
+            mode: model.mode.clone(),
+            request: model.request.clone(),
+            receipt_id: receipt_id.clone(),
+            request_id: model.request_id.clone(),
+        };
+        claim_pg::write(db, row).await?
+    } else {
+        let writes = writes(scope, &model, pay, window_start, window, now);
+        grove_common::transaction!(db, async move |e| write(e, writes).await)?
+    };
+    match written {
+        Written::Claimed => Ok(Claim::New(Box::new(model))),
+        Written::NonceUsed => Ok(Claim::NonceUsed),
+        // A live record, or one whose call has not finished, holds the scope: wait for, replay or
+        // refuse against its call.
+        Written::ScopeHeld => match holder(db, &scope.key).await? {
+            Some(record) => Ok(existing(record)),
+            None => Err(DbErr::Custom(
+                "idempotency scope held by a record that is not live".into(),
+            )),
+        },
+    }
+}
+
+/// The claim's four inserts for a transaction body (`write`).
+fn writes(
+    scope: &Scope,
+    model: &call::Model,
+    pay: NewPayment,
+    window_start: DateTime<Utc>,
+    window: chrono::Duration,
+    now: DateTime<Utc>,
+) -> Writes {
+    let scope_row = idempotency::ActiveModel {
+        scope: Set(scope.key.clone()),
+        call_id: Set(model.id),
+        request_hash: Set(model.request_hash.clone()),
+        expires_at: Set(window_start + window),
+        created_at: Set(window_start),
+    };
     // An expired record of a finished call answers nothing any more,
     // so the insert takes its place in the same statement (no separate delete on the paid path);
     // the call's state is checked in that statement too, so a window cannot lapse under a call
     // whose settlement is still being reconciled.
-    let scope_row = idempotency::ActiveModel {
-        scope: Set(scope.key.clone()),
-        call_id: Set(call_id),
-        request_hash: Set(call.request_hash.clone()),
-        expires_at: Set(window_start + window),
-        created_at: Set(window_start),
-    };
     let replace_if_expired = OnConflict::column(idempotency::Column::Scope)
         .update_columns([
             idempotency::Column::CallId,
@@ -93,8 +163,8 @@ pub async fn claim(
     let take_scope = idempotency::Entity::insert(scope_row).on_conflict(replace_if_expired);
     let payment_row = payment::ActiveModel {
         id: Set(Uuid::now_v7()),
-        call_id: Set(call_id),
-        payer: Set(call.payer.clone()),
+        call_id: Set(model.id),
+        payer: Set(model.payer.clone()),
         nonce: Set(pay.nonce),
         amount: Set(pay.amount),
         network: Set(pay.network),
@@ -133,50 +203,18 @@ pub async fn claim(
         )
         .to_owned();
     let payment = payment::Entity::insert(payment_row).on_conflict(take_released);
-    let model = call::Model {
-        id: call_id,
-        kind: call.kind.to_owned(),
-        agent: call.agent,
-        mode: call.mode,
-        payer: call.payer,
-        request_hash: call.request_hash,
-        request: call.request,
-        // Nothing may run until the settlement's outcome is known.
-        status: status::SETTLING.into(),
-        attempts: 0,
-        runs: 0,
-        error: None,
-        receipt_id: receipt_id.clone(),
-        request_id: call.request_id,
-        created_at: now,
-        updated_at: now,
-        completed_at: None,
-    };
     let receipt_row = receipt::ActiveModel {
-        id: Set(receipt_id),
-        call_id: Set(call_id),
-        kind: Set(call.kind.to_owned()),
+        id: Set(model.receipt_id.clone()),
+        call_id: Set(model.id),
+        kind: Set(model.kind.clone()),
         created_at: Set(now),
         expires_at: Set(receipts::expires_at(now)),
     };
-    let writes = Writes {
+    Writes {
         scope: take_scope,
         payment,
         call: call::Entity::insert(call::ActiveModel::from(model.clone())),
         receipt: receipt::Entity::insert(receipt_row),
-    };
-    let written = grove_common::transaction!(db, async move |e| write(e, writes).await)?;
-    match written {
-        Written::Claimed => Ok(Claim::New(Box::new(model))),
-        Written::NonceUsed => Ok(Claim::NonceUsed),
-        // A live record, or one whose call has not finished, holds the scope: wait for, replay or
-        // refuse against its call.
-        Written::ScopeHeld => match holder(db, &scope.key).await? {
-            Some(record) => Ok(existing(record)),
-            None => Err(DbErr::Custom(
-                "idempotency scope held by a record that is not live".into(),
-            )),
-        },
     }
 }
 
@@ -188,7 +226,7 @@ struct Writes {
     receipt: Insert<receipt::ActiveModel>,
 }
 
-enum Written {
+pub(super) enum Written {
     Claimed,
     ScopeHeld,
     NonceUsed,

@@ -3,6 +3,7 @@
 //! settlement outcomes are written back (`outcome`), and a failed paid call may be reopened.
 
 mod claim;
+mod claim_pg;
 mod outcome;
 
 pub use claim::claim;

@@ -1,0 +1,125 @@
+//! The claim on PostgreSQL: its four inserts as one `WITH`-chained statement, in a transaction
+//! only so that a claim that took the scope but found the authorization used can be rolled back.
+//! Three round trips (BEGIN, the statement, COMMIT or ROLLBACK) instead of six (issue 12). The
+//! same writes as `claim::write`, which SQLite runs on the caller's thread.
+
+use super::claim::{FINISHED, Written};
+use grove_common::{
+    db::{calls::status, payments::status as pay_status},
+    receipt as receipts,
+};
+use sea_orm::{
+    ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Statement, TransactionTrait, Value,
+};
+
+/// Everything the claim writes, as bound.
+pub(super) struct Row {
+    pub scope: String,
+    pub call_id: uuid::Uuid,
+    pub request_hash: String,
+    pub window_start: chrono::DateTime<chrono::Utc>,
+    pub window_end: chrono::DateTime<chrono::Utc>,
+    pub payment_id: uuid::Uuid,
+    pub payer: String,
+    pub nonce: String,
+    pub amount: String,
+    pub network: String,
+    pub x402_version: i32,
+    pub settle_request: serde_json::Value,
+    pub valid_before: i64,
+    pub now: chrono::DateTime<chrono::Utc>,
+    pub kind: String,
+    pub agent: Option<String>,
+    pub mode: Option<String>,
+    pub request: serde_json::Value,
+    pub receipt_id: String,
+    pub request_id: String,
+}
+
+/// The scope (taken over from an expired record of a finished call, in the same statement),
+/// then the payment's reservation (taken over from a released one), then the call and its
+/// receipt; each part runs only if the one before it wrote its row.
+fn sql() -> String {
+    let finished = FINISHED.map(|s| format!("'{s}'")).join(", ");
+    format!(
+        r#"WITH s AS (
+    INSERT INTO "idempotency_records" ("scope", "call_id", "request_hash", "expires_at", "created_at")
+    VALUES ($1, $2, $3, $4, $5)
+    ON CONFLICT ("scope") DO UPDATE SET "call_id" = EXCLUDED."call_id",
+        "request_hash" = EXCLUDED."request_hash", "expires_at" = EXCLUDED."expires_at",
+        "created_at" = EXCLUDED."created_at"
+    WHERE "idempotency_records"."expires_at" <= $5
+        AND "idempotency_records"."call_id" IN (SELECT "id" FROM "calls" WHERE "status" IN ({finished}))
+    RETURNING "scope"),
+p AS (
+    INSERT INTO "payments" ("id", "call_id", "payer", "nonce", "amount", "network", "x402_version",
+        "status", "settle_request", "valid_before", "checks", "created_at", "updated_at")
+    SELECT $6, $2, $7, $8, $9, $10, $11, '{reserved}', $12, $13, 0, $14, $14 FROM s
+    ON CONFLICT ("payer", "nonce") DO UPDATE SET "call_id" = EXCLUDED."call_id",
+        "amount" = EXCLUDED."amount", "network" = EXCLUDED."network",
+        "x402_version" = EXCLUDED."x402_version", "status" = EXCLUDED."status",
+        "transaction" = NULL, "error" = NULL, "settle_request" = EXCLUDED."settle_request",
+        "valid_before" = EXCLUDED."valid_before", "checks" = 0, "next_check_at" = NULL,
+        "sent_tx" = NULL, "sent_tx_raw" = NULL, "updated_at" = EXCLUDED."updated_at"
+    WHERE "payments"."status" = '{released}'
+    RETURNING "id"),
+c AS (
+    INSERT INTO "calls" ("id", "kind", "agent", "mode", "payer", "request_hash", "request",
+        "status", "attempts", "runs", "receipt_id", "request_id", "created_at", "updated_at")
+    SELECT $2, $15, $16, $17, $7, $3, $18, '{settling}', 0, 0, $19, $20, $14, $14 FROM p),
+r AS (
+    INSERT INTO "receipts" ("id", "call_id", "kind", "created_at", "expires_at")
+    SELECT $19, $2, $15, $14, $21 FROM p)
+SELECT (SELECT count(*) FROM s) AS "scope", (SELECT count(*) FROM p) AS "paid""#,
+        reserved = pay_status::RESERVED,
+        released = pay_status::RELEASED,
+        settling = status::SETTLING,
+    )
+}
+
+pub(super) async fn write(db: &DatabaseConnection, row: Row) -> Result<Written, DbErr> {
+    let values: [Value; 21] = [
+        row.scope.into(),
+        row.call_id.into(),
+        row.request_hash.into(),
+        row.window_end.into(),
+        row.window_start.into(),
+        row.payment_id.into(),
+        row.payer.into(),
+        row.nonce.into(),
+        row.amount.into(),
+        row.network.into(),
+        row.x402_version.into(),
+        row.settle_request.into(),
+        row.valid_before.into(),
+        row.now.into(),
+        row.kind.into(),
+        row.agent.into(),
+        row.mode.into(),
+        row.request.into(),
+        row.receipt_id.into(),
+        row.request_id.into(),
+        receipts::expires_at(row.now).into(),
+    ];
+    let txn = db.begin().await?;
+    let counted = txn
+        .query_one_raw(Statement::from_sql_and_values(
+            DbBackend::Postgres,
+            sql(),
+            values,
+        ))
+        .await?
+        .ok_or_else(|| DbErr::Custom("the claim returned no row".into()))?;
+    let (scope, paid): (i64, i64) = (counted.try_get("", "scope")?, counted.try_get("", "paid")?);
+    let written = match (scope, paid) {
+        (0, _) => Written::ScopeHeld,
+        (_, 0) => Written::NonceUsed,
+        _ => Written::Claimed,
+    };
+    if matches!(written, Written::Claimed) {
+        txn.commit().await?;
+    } else {
+        txn.rollback().await?;
+    }
+    Ok(written)
+}
