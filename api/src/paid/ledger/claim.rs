@@ -1,7 +1,7 @@
 //! Claiming a new paid call: the idempotency scope, the payment's reservation, the call and its
 //! receipt, in one transaction, or who already holds the scope or the authorization.
 
-use super::{Claim, NewCall, NewPayment, claim_pg};
+use super::{Claim, FINISHED, NewCall, NewPayment, Written, claim_pg};
 use crate::paid::idempotency::Scope;
 use chrono::{DateTime, Utc};
 use grove_common::{
@@ -27,12 +27,6 @@ async fn holder(db: &DatabaseConnection, scope: &str) -> Result<Option<idempoten
         .one(db)
         .await
 }
-
-/// Calls whose scope another request may take once its window is over: finished with a result
-/// delivered, or proven unpaid. Never one whose payment is reserved or unknown (a second payment
-/// could be charged for one piece of work) nor a paid call that has not delivered (its identical
-/// retry is owed the result, or a free re-run).
-pub(super) const FINISHED: [&str; 2] = [status::COMPLETED, status::UNPAID];
 
 fn existing(record: idempotency::Model) -> Claim {
     Claim::Existing {
@@ -224,12 +218,6 @@ struct Writes {
     payment: Insert<payment::ActiveModel>,
     call: Insert<call::ActiveModel>,
     receipt: Insert<receipt::ActiveModel>,
-}
-
-pub(super) enum Written {
-    Claimed,
-    ScopeHeld,
-    NonceUsed,
 }
 
 /// The claim's transaction: the scope first, so that of two concurrent identical requests the

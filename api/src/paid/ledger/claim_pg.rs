@@ -3,7 +3,7 @@
 //! Three round trips (BEGIN, the statement, COMMIT or ROLLBACK) instead of six (issue 12). The
 //! same writes as `claim::write`, which SQLite runs on the caller's thread.
 
-use super::claim::{FINISHED, Written};
+use super::{FINISHED, Written};
 use grove_common::{
     db::{calls::status, payments::status as pay_status},
     receipt as receipts,

@@ -44,6 +44,19 @@ pub struct NewPayment {
     pub valid_before: i64,
 }
 
+/// Calls whose scope another request may take once its window is over: finished with a result
+/// delivered, or proven unpaid. Never one whose payment is reserved or unknown (a second payment
+/// could be charged for one piece of work) nor a paid call that has not delivered (its identical
+/// retry is owed the result, or a free re-run).
+const FINISHED: [&str; 2] = [status::COMPLETED, status::UNPAID];
+
+/// What a claim's writes found (`claim::write`, `claim_pg::write`).
+enum Written {
+    Claimed,
+    ScopeHeld,
+    NonceUsed,
+}
+
 pub enum Claim {
     /// This request owns the scope: its call is recorded and its payment reserved.
     New(Box<call::Model>),
