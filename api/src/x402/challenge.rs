@@ -40,17 +40,6 @@ pub struct Challenge {
     pub v2: PaymentRequiredV2,
 }
 
-impl Challenge {
-    /// The single requirements entry offered, in the payment's protocol version, as the
-    /// facilitator's `paymentRequirements`.
-    pub fn requirements_for(&self, x402_version: u8) -> Value {
-        match (self.v2.accepts.first(), self.body.accepts.first()) {
-            (Some(v2), Some(v1)) => super::facilitator::requirements_for(x402_version, v2, v1),
-            _ => Value::Null,
-        }
-    }
-}
-
 /// Error codes of the 402 `error` field (CONTRACT 5).
 pub mod codes {
     pub const PAYMENT_REQUIRED: &str = "payment_required";
@@ -241,7 +230,11 @@ mod tests {
             let config = Config::from_map(&map).expect("config");
             let challenge = build(&config, pay_to, &offer, "payment_required");
             for version in [1, 2] {
-                let offered = challenge.requirements_for(version);
+                let offered = crate::x402::facilitator::requirements_for(
+                    version,
+                    &challenge.v2.accepts[0],
+                    &challenge.body.accepts[0],
+                );
                 assert!(offered.is_object());
                 assert_eq!(requirements(&config, pay_to, &offer, version), offered);
             }
