@@ -28,8 +28,7 @@ pub async fn record_outcome(
         && db.get_database_backend() == DbBackend::Postgres
     {
         let tx = Some(transaction.clone()).filter(|t| !t.is_empty());
-        let waiting = [pay_status::RESERVED, pay_status::UNKNOWN];
-        return calls::settled_in_one_statement(db, call_id, paid(*local), tx, waiting, now).await;
+        return calls::settled_in_one_statement(db, call_id, paid(*local), tx, now).await;
     }
     grove_common::transaction!(db, async move |e| write(e, call_id, outcome, now).await)
 }

@@ -8,7 +8,7 @@
 //! costs no round trip.
 
 use super::{Finished, Finisher, status};
-use crate::db::entities::result;
+use crate::db::{entities::result, payments::status as pay_status};
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Statement, Value};
 use uuid::Uuid;
@@ -97,7 +97,6 @@ pub async fn settled(
     call_id: Uuid,
     settled: &str,
     transaction: Option<String>,
-    waiting: [&str; 2],
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
     let sql = format!(
@@ -116,8 +115,8 @@ SELECT (SELECT count(*) FROM p) AS "paid", (SELECT count(*) FROM c) AS "moved""#
         now.into(),
         settled.into(),
         transaction.into(),
-        waiting[0].into(),
-        waiting[1].into(),
+        pay_status::RESERVED.into(),
+        pay_status::UNKNOWN.into(),
     ];
     let (paid, moved) = counts(db, sql, values, "paid", "moved").await?;
     Ok(paid == 1 && moved == 1)
