@@ -36,6 +36,10 @@ pub struct Inner {
     pub sweeps: Option<Arc<grove_common::jobs::SweepStats>>,
     /// Settled calls whose failed push is being retried.
     pub push_retries: crate::paid::retries::Retries,
+    /// The in-process worker's liveness key (None when `worker` processes run the jobs): a
+    /// settled coaching call's run starts in the transaction that records the settlement,
+    /// leased to that worker (`ledger::record_outcome_starting`).
+    pub worker_process: Option<i64>,
 }
 
 impl AppState {

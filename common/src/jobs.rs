@@ -1,13 +1,16 @@
 //! Jobs as plain data, with stable queue names (renaming a type must not orphan queued jobs).
 
+use crate::db::{calls::Runner, entities::call};
 use serde::{Deserialize, Serialize};
 use std::{
+    sync::Arc,
     sync::atomic::{
         AtomicI64, AtomicU64,
         Ordering::{Acquire, Relaxed, Release},
     },
     time::Duration,
 };
+use tokio::time::Instant;
 use uuid::Uuid;
 
 /// Queue of settled coaching calls waiting for a model answer (`{namespace}:coaching`).
@@ -45,6 +48,31 @@ pub struct CoachingJob {
     pub call_id: Uuid,
     /// Carried so that traces join across the API and worker processes.
     pub request_id: String,
+    /// The run the embedded api already started in the transaction that recorded the call's
+    /// settlement (`calls::start_settled`). It only travels through the in-process queue: it is
+    /// never serialized, so a job read from Redis starts its run itself.
+    #[serde(skip)]
+    pub started: Option<Started>,
+}
+
+impl CoachingJob {
+    /// A job whose worker starts the run itself.
+    pub fn new(call_id: Uuid, request_id: String) -> Self {
+        Self {
+            call_id,
+            request_id,
+            started: None,
+        }
+    }
+}
+
+/// A run started for the worker in this process: who holds the lease, the call as the start
+/// left it, and when (a job that waited in the queue renews the lease before its work).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Started {
+    pub runner: Runner,
+    pub call: Arc<call::Model>,
+    pub at: Instant,
 }
 
 /// Which message of a review request a job is about.

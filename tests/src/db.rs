@@ -118,6 +118,36 @@ impl Drop for TestDb {
 /// Faults and interleavings a test injects into the database under the running system, as
 /// triggers (written once for each backend). They act inside the system's own statements, so a
 /// test can place an event exactly between two of them without timing anything.
+/// A coaching call in `status`, with no lease and no payment: for tests of runs and leases.
+pub async fn insert_call(db: &sea_orm::DatabaseConnection, status: &str) -> uuid::Uuid {
+    use grove_common::db::entities::call;
+    use sea_orm::{ActiveValue::Set, EntityTrait};
+    let id = uuid::Uuid::now_v7();
+    let now = chrono::Utc::now();
+    call::Entity::insert(call::ActiveModel {
+        id: Set(id),
+        kind: Set("coaching".into()),
+        agent: Set(Some("mary".into())),
+        mode: Set(Some("diagnose_growth".into())),
+        payer: Set("0x00000000000000000000000000000000000000aa".into()),
+        request_hash: Set(format!("hash-{id}")),
+        request: Set(serde_json::json!({})),
+        status: Set(status.into()),
+        attempts: Set(0),
+        runs: Set(0),
+        error: Set(None),
+        receipt_id: Set(format!("rcpt_{}", id.simple())),
+        request_id: Set("req-test".into()),
+        created_at: Set(now),
+        updated_at: Set(now),
+        completed_at: Set(None),
+    })
+    .exec(db)
+    .await
+    .expect("call row");
+    id
+}
+
 pub mod inject {
     use sea_orm::ConnectionTrait;
 

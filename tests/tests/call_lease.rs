@@ -15,13 +15,13 @@ use grove_common::{
 };
 use grove_tests::{
     TestDb,
+    db::insert_call,
     llm::{Reply, caller_body},
     paid::{Options, REDIS_URL, spawn_paid},
     wait_until,
     x402::PayOptions,
 };
 use sea_orm::{
-    ActiveValue::Set,
     ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter,
     sea_query::{Alias, Expr},
 };
@@ -31,33 +31,6 @@ use std::{
     time::Duration,
 };
 use uuid::Uuid;
-
-async fn insert_call(db: &DatabaseConnection, status: &str) -> Uuid {
-    let id = Uuid::now_v7();
-    let now = chrono::Utc::now();
-    call::Entity::insert(call::ActiveModel {
-        id: Set(id),
-        kind: Set("coaching".into()),
-        agent: Set(Some("mary".into())),
-        mode: Set(Some("diagnose_growth".into())),
-        payer: Set("0x00000000000000000000000000000000000000aa".into()),
-        request_hash: Set(format!("hash-{id}")),
-        request: Set(json!({})),
-        status: Set(status.into()),
-        attempts: Set(0),
-        runs: Set(0),
-        error: Set(None),
-        receipt_id: Set(format!("rcpt_{}", id.simple())),
-        request_id: Set("req-test".into()),
-        created_at: Set(now),
-        updated_at: Set(now),
-        completed_at: Set(None),
-    })
-    .exec(db)
-    .await
-    .expect("call row");
-    id
-}
 
 /// What a worker that died mid-run leaves behind: its lease in the past.
 async fn lapse_lease(db: &DatabaseConnection, id: Uuid) {
@@ -301,10 +274,7 @@ async fn a_duplicate_delivery_during_a_live_run_makes_no_second_model_call() {
         .expect("the call");
     let queue = JobQueue::redis(&client, &namespace).await.expect("queue");
     queue
-        .push(CoachingJob {
-            call_id: row.id,
-            request_id: "duplicate".into(),
-        })
+        .push(CoachingJob::new(row.id, "duplicate".into()))
         .await
         .expect("push the duplicate");
 

@@ -8,11 +8,11 @@ use grove_common::{
     clock::Clock,
     completion::Completions,
     db::{
-        calls::{self, Finisher, Runner, Start, status},
+        calls::{self, Finisher, LEASE_RENEW_EVERY, Runner, Start, status},
         entities::call,
         liveness::Liveness,
     },
-    jobs::CoachingJob,
+    jobs::{CoachingJob, Started},
     queue::JobQueue,
 };
 use sea_orm::DatabaseConnection;
@@ -82,7 +82,14 @@ pub async fn detached(
     .map_err(|e| JobError::Panicked(e.to_string()))?
 }
 
-async fn run_coaching(job: CoachingJob, deps: Arc<Deps>) -> Result<(), JobError> {
+/// A coaching job's work, without the queue's wrapper (`coaching_job`): start the run (or take
+/// the one the api started for this process), do it, store its outcome.
+pub async fn run_coaching(job: CoachingJob, deps: Arc<Deps>) -> Result<(), JobError> {
+    // The api only starts runs for the worker beside it; any other job starts its own.
+    let own = |s: &Started| s.runner.process == deps.liveness.key();
+    if let Some(started) = job.started.clone().filter(own) {
+        return run_pre_started(&deps, started).await;
+    }
     let runner = Runner {
         run: Uuid::now_v7(),
         process: deps.liveness.key(),
@@ -115,6 +122,23 @@ async fn run_coaching(job: CoachingJob, deps: Arc<Deps>) -> Result<(), JobError>
         }
     };
     run_started(&deps, &call, runner).await
+}
+
+/// A run the api started for this process in the transaction that recorded the settlement
+/// (`calls::start_settled`). A job that waited in the queue for a good part of the lease renews
+/// it first; if the lease is no longer its own (the call was taken over, or ended), another run
+/// has the call and this job does nothing.
+async fn run_pre_started(deps: &Deps, started: Started) -> Result<(), JobError> {
+    let Started { runner, call, at } = started;
+    if at.elapsed() >= LEASE_RENEW_EVERY
+        && !calls::renew_lease(&deps.db, call.id, runner.run).await?
+    {
+        tracing::info!(
+            "the run started for this job lost its lease while queued; leaving the call"
+        );
+        return Ok(());
+    }
+    run_started(deps, &call, runner).await
 }
 
 /// Starts a run of the call: `pending → running`, or a takeover when the run holding it lapsed

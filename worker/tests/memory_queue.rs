@@ -39,12 +39,9 @@ async fn every_job_pushed_under_contention_is_run() {
             let q = queue.clone();
             tokio::spawn(async move {
                 for i in 0..EACH {
-                    q.push(CoachingJob {
-                        call_id: Uuid::now_v7(),
-                        request_id: format!("p{p}-{i}"),
-                    })
-                    .await
-                    .expect("push");
+                    q.push(CoachingJob::new(Uuid::now_v7(), format!("p{p}-{i}")))
+                        .await
+                        .expect("push");
                     // Let the worker poll between pushes, as the API's requests do.
                     tokio::task::yield_now().await;
                 }

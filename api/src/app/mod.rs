@@ -119,6 +119,7 @@ impl Application {
             clock,
             sweeps,
             push_retries: crate::paid::retries::Retries::new(stopped.clone()),
+            worker_process: liveness.as_ref().map(|l| l.key()),
         });
         tokio::spawn(crate::paid::reconcile::run(
             state.clone(),

@@ -11,9 +11,12 @@ use super::{
     wait::{self, Outcome},
 };
 use crate::{error::ApiError, products, state::AppState};
-use grove_common::db::{
-    calls::{self, status},
-    entities::call,
+use grove_common::{
+    db::{
+        calls::{self, status},
+        entities::call,
+    },
+    jobs::{Job, Started},
 };
 use sea_orm::DbErr;
 use tokio::time::Instant;
@@ -22,13 +25,21 @@ use uuid::Uuid;
 /// The product records what the payment bought, and its job is pushed; true if the push
 /// landed (a failed push is retried in the background). A purchase that cannot be recorded
 /// fails its call, so the identical retry (free) records it again.
+/// `started`: the run the settlement's transaction started for the in-process worker, which the
+/// coaching job carries so the worker does not start another.
 pub(crate) async fn after_settled(
     state: &AppState,
     product: &dyn Product,
     call: &call::Model,
+    started: Option<Started>,
 ) -> Result<bool, DbErr> {
     match product.after_settled(state, call).await {
-        Ok(job) => Ok(push::enqueue(state, call.id, job).await),
+        Ok(mut job) => {
+            if let Job::Coaching(coaching) = &mut job {
+                coaching.started = started;
+            }
+            Ok(push::enqueue(state, call.id, job).await)
+        }
         Err(e) => {
             tracing::error!(error = %e, call_id = %call.id, kind = %call.kind, "could not record a paid purchase");
             not_recorded(state, call.id).await?;
@@ -44,7 +55,7 @@ pub(crate) async fn after_settled_stored(
     call: &call::Model,
 ) -> Result<bool, DbErr> {
     match products::from_call(call) {
-        Ok(product) => after_settled(state, product.as_ref(), call).await,
+        Ok(product) => after_settled(state, product.as_ref(), call, None).await,
         Err(e) => {
             tracing::error!(error = %e, call_id = %call.id, kind = %call.kind, "stored call unreadable");
             not_recorded(state, call.id).await?;
@@ -84,7 +95,7 @@ pub(super) async fn repeat(
                 && ledger::reopen_failed(&state.db, call_id, state.clock.wall()).await?
             {
                 tracing::info!(%call_id, "re-running a failed paid call for free");
-                after_settled(state, product, &call).await?;
+                after_settled(state, product, &call, None).await?;
             }
             wait::until_final(&state.db, &state.completions, call_id, deadline).await?
         }

@@ -8,8 +8,8 @@
 use super::{
     ended::{self, Delivery, Ended},
     fulfil,
-    idempotency::{self, Scope},
-    ledger::{self, Claim, NewCall, NewPayment},
+    idempotency::{self, Kind, Scope},
+    ledger::{self, Claim, NewCall, NewPayment, Recorded},
     product::{NotSold, Product},
     terms::Terms,
     wait,
@@ -27,8 +27,9 @@ use crate::{
         settle::SettleOutcome,
     },
 };
-use grove_common::db::entities::call;
+use grove_common::db::{calls::Runner, entities::call};
 use tokio::time::Instant;
+use uuid::Uuid;
 
 /// Buys `product` with the payment a transport found (`Ok(None)`: none was presented; `Err`: one
 /// was, but could not be read). Every refusal is an `ApiError`: a 402 carries its challenge.
@@ -169,7 +170,18 @@ async fn settle_and_wait(
     let waiter = state.completions.waiter(call.id);
     let outcome = state.settler.settle(settle_request).await;
     state.metrics.settlement(outcome.label());
-    let moved = ledger::record_outcome(&state.db, call.id, &outcome, state.clock.wall()).await?;
+    // With the worker in this process, a settled coaching call's run starts in the outcome's
+    // own transaction (issue 12: one write transaction fewer per paid call).
+    let runner = match (product.kind(), state.worker_process) {
+        (Kind::Coaching, Some(process)) => Some(Runner {
+            run: Uuid::now_v7(),
+            process,
+        }),
+        _ => None,
+    };
+    let now = state.clock.wall();
+    let Recorded { moved, started } =
+        ledger::record_outcome_starting(&state.db, call.id, &outcome, now, runner).await?;
     let mut transaction = None;
     let mut pushed = false;
     match &outcome {
@@ -189,7 +201,7 @@ async fn settle_and_wait(
             transaction: tx, ..
         } if moved => {
             transaction = Some(tx.clone());
-            pushed = fulfil::after_settled(state, product, &call).await?;
+            pushed = fulfil::after_settled(state, product, &call, started).await?;
         }
         SettleOutcome::Settled { .. } => {}
         SettleOutcome::Unknown { reason, .. } => {

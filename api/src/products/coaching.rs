@@ -115,9 +115,9 @@ impl Product for CoachingCall {
     }
 
     async fn after_settled(&self, _state: &AppState, call: &call::Model) -> Result<Job, DbErr> {
-        Ok(Job::Coaching(CoachingJob {
-            call_id: call.id,
-            request_id: crate::request_id::current(),
-        }))
+        Ok(Job::Coaching(CoachingJob::new(
+            call.id,
+            crate::request_id::current(),
+        )))
     }
 }

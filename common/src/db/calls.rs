@@ -17,7 +17,7 @@ mod lease;
 mod pg;
 pub use lease::{
     Finisher, Holder, LEASE, LEASE_RENEW_EVERY, Runner, Running, Start, holder, renew_lease,
-    running_elsewhere, start_attempt, take_over,
+    running_elsewhere, start_attempt, start_settled, take_over,
 };
 pub use pg::settled as settled_in_one_statement;
 

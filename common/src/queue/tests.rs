@@ -23,11 +23,8 @@ async fn concurrent_pushes_to_the_memory_queue_all_arrive() {
         .map(|i| {
             let q = queue.clone();
             tokio::spawn(async move {
-                q.push(CoachingJob {
-                    call_id: Uuid::now_v7(),
-                    request_id: format!("r{i}"),
-                })
-                .await
+                q.push(CoachingJob::new(Uuid::now_v7(), format!("r{i}")))
+                    .await
             })
         })
         .collect();

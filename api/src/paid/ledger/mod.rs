@@ -7,7 +7,7 @@ mod claim_pg;
 mod outcome;
 
 pub use claim::claim;
-pub use outcome::record_outcome;
+pub use outcome::{Recorded, record_outcome, record_outcome_starting};
 
 use chrono::{DateTime, Utc};
 use grove_common::db::{

@@ -2,14 +2,26 @@
 
 use crate::x402::settle::SettleOutcome;
 use chrono::{DateTime, Utc};
-use grove_common::db::{
-    calls::{self, status},
-    entities::{call, idempotency, payment},
-    payments::status as pay_status,
-    write::{Done, Exec},
+use grove_common::{
+    db::{
+        calls::{self, Runner, status},
+        entities::{call, idempotency, payment},
+        payments::status as pay_status,
+        write::{Done, Exec},
+    },
+    jobs::Started,
 };
 use sea_orm::{ColumnTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, QueryFilter};
+use std::sync::Arc;
 use uuid::Uuid;
+
+/// What writing an outcome did to its call.
+pub struct Recorded {
+    /// The outcome moved the call out of `settling` (false when reconciliation got there first).
+    pub moved: bool,
+    /// The run started in the same transaction (`record_outcome_starting`), when it did.
+    pub started: Option<Started>,
+}
 
 /// Writes a settlement's outcome, with what it means for the call, in one transaction:
 /// settled → the call may run (`settling → pending`); refused → nothing was bought (`unpaid`, the
@@ -22,15 +34,45 @@ pub async fn record_outcome(
     outcome: &SettleOutcome,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
+    Ok(record(db, call_id, outcome, now, None).await?.moved)
+}
+
+/// As `record_outcome`, but with a `runner` a settled call goes straight to `running`, the
+/// runner holding its lease (`calls::start_settled`): the embedded api starts its in-process
+/// worker's run in the transaction that records the settlement, one write transaction fewer
+/// per paid call (issue 12). On PostgreSQL the outcome stays one statement and the worker
+/// starts the run itself.
+pub async fn record_outcome_starting(
+    db: &DatabaseConnection,
+    call_id: Uuid,
+    outcome: &SettleOutcome,
+    now: DateTime<Utc>,
+    runner: Option<Runner>,
+) -> Result<Recorded, DbErr> {
+    record(db, call_id, outcome, now, runner).await
+}
+
+async fn record(
+    db: &DatabaseConnection,
+    call_id: Uuid,
+    outcome: &SettleOutcome,
+    now: DateTime<Utc>,
+    start: Option<Runner>,
+) -> Result<Recorded, DbErr> {
     // The paid call's own outcome on PostgreSQL: one statement, not a four-round-trip
     // transaction (issue 12). The same writes as `write`'s settled branch.
     if let SettleOutcome::Settled { transaction, local } = outcome
         && db.get_database_backend() == DbBackend::Postgres
     {
         let tx = Some(transaction.clone()).filter(|t| !t.is_empty());
-        return calls::settled_in_one_statement(db, call_id, paid(*local), tx, now).await;
+        let moved = calls::settled_in_one_statement(db, call_id, paid(*local), tx, now).await?;
+        return Ok(Recorded {
+            moved,
+            started: None,
+        });
     }
-    grove_common::transaction!(db, async move |e| write(e, call_id, outcome, now).await)
+    grove_common::transaction!(db, async move |e| write(e, call_id, outcome, now, start)
+        .await)
 }
 
 /// A settled payment's status: `unsettled` when it was only verified here (development).
@@ -47,7 +89,8 @@ async fn write(
     call_id: Uuid,
     outcome: &SettleOutcome,
     now: DateTime<Utc>,
-) -> Result<Done<bool>, DbErr> {
+    start: Option<Runner>,
+) -> Result<Done<Recorded>, DbErr> {
     let payment_update = payment::Entity::update_many()
         .col_expr(payment::Column::UpdatedAt, now.into())
         .filter(payment::Column::CallId.eq(call_id))
@@ -63,8 +106,31 @@ async fn write(
                     payment::Column::NextCheckAt,
                     Option::<DateTime<Utc>>::None.into(),
                 );
-            e.exec(&changed).await? == 1
-                && move_call(e, call_id, status::PENDING, None, now).await?
+            if e.exec(&changed).await? != 1 {
+                return Ok(Done::Commit(Recorded {
+                    moved: false,
+                    started: None,
+                }));
+            }
+            let Some(runner) = start else {
+                let moved = move_call(e, call_id, status::PENDING, None, now).await?;
+                return Ok(Done::Commit(Recorded {
+                    moved,
+                    started: None,
+                }));
+            };
+            let started = e
+                .update_calls(calls::start_settled(call_id, runner))
+                .await?;
+            let started = started.into_iter().next().map(|call| Started {
+                runner,
+                call: Arc::new(call),
+                at: tokio::time::Instant::now(),
+            });
+            return Ok(Done::Commit(Recorded {
+                moved: started.is_some(),
+                started,
+            }));
         }
         SettleOutcome::Refused { reason } => {
             // Refused credentials processed nothing: the reservation is handed back so that the
@@ -112,7 +178,10 @@ async fn write(
             false
         }
     };
-    Ok(Done::Commit(moved))
+    Ok(Done::Commit(Recorded {
+        moved,
+        started: None,
+    }))
 }
 
 /// `settling → to`, only from `settling`: a settlement outcome decides a call once.

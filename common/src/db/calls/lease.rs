@@ -7,7 +7,7 @@ use crate::db::entities::call;
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, ExprTrait,
-    FromQueryResult, QueryFilter, QuerySelect,
+    FromQueryResult, QueryFilter, QuerySelect, UpdateMany,
     sea_query::{Alias, Expr},
 };
 use uuid::Uuid;
@@ -36,7 +36,7 @@ fn lease_process() -> Alias {
 }
 
 /// Who starts a run: the run itself, and the process (liveness key) it runs in.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Runner {
     pub run: Uuid,
     pub process: i64,
@@ -110,14 +110,19 @@ pub async fn take_over(
     take(db, id, runner, held_by_it, Utc::now()).await
 }
 
-async fn take(
-    db: &DatabaseConnection,
-    id: Uuid,
-    runner: Runner,
-    condition: Condition,
-    now: DateTime<Utc>,
-) -> Result<Start, DbErr> {
-    let update = call::Entity::update_many()
+/// `settling → running` for `runner`, one more attempt: the run of a call whose settlement was
+/// just learned, started in the same transaction that records it (`UPDATE … RETURNING` for
+/// `write::Exec::update_calls`). The embedded api starts its in-process worker's run there, so a
+/// paid call has one write transaction fewer (issue 12); the worker then does the work without
+/// starting it again (`jobs::Started`).
+/// Leases run on the real clock, as every lease does (`start_attempt`).
+pub fn start_settled(id: Uuid, runner: Runner) -> UpdateMany<call::Entity> {
+    starting(id, runner, Utc::now()).filter(call::Column::Status.eq(status::SETTLING))
+}
+
+/// The update that gives `runner` the lease on call `id`, for the caller to add its condition.
+fn starting(id: Uuid, runner: Runner, now: DateTime<Utc>) -> UpdateMany<call::Entity> {
+    call::Entity::update_many()
         .col_expr(call::Column::Status, Expr::value(status::RUNNING))
         .col_expr(
             call::Column::Attempts,
@@ -128,7 +133,16 @@ async fn take(
         .col_expr(lease_owner(), Expr::value(runner.run.to_string()))
         .col_expr(lease_process(), Expr::value(runner.process))
         .filter(call::Column::Id.eq(id))
-        .filter(condition);
+}
+
+async fn take(
+    db: &DatabaseConnection,
+    id: Uuid,
+    runner: Runner,
+    condition: Condition,
+    now: DateTime<Utc>,
+) -> Result<Start, DbErr> {
+    let update = starting(id, runner, now).filter(condition);
     // RETURNING: the started call comes back from the update itself, one round trip instead of
     // two on every run's start; on SQLite it runs where the paid path's writes do (issue 12).
     let updated = crate::db::write::update_calls(db, update).await?;

@@ -1,0 +1,238 @@
+//! A run started with its settlement (issue 12): the embedded api starts a settled coaching
+//! call's run in the transaction that records the settlement (`calls::start_settled`), and the
+//! worker beside it does the work without starting it again. A job that waited in the queue
+//! past a renewal period renews the lease first, and leaves a call whose lease another run took.
+
+use grove_common::{
+    clock::{Clock, SystemClock},
+    completion::Completions,
+    config::{LlmConfig, LlmProviderKind},
+    db::{
+        calls::{self, Holder, Runner, status},
+        entities::call,
+        liveness::Liveness,
+        write,
+    },
+    jobs::{CoachingJob, Started},
+    queue::JobQueue,
+    schema::SchemaRegistry,
+};
+use grove_tests::{
+    TestDb,
+    db::insert_call,
+    llm::{FakeLlm, caller_body},
+};
+use grove_worker::{
+    coaching::Engine,
+    jobs::{Deps, run_coaching},
+    llm::{self, RetryPolicy},
+    sms::{OutboxProvider, SmsProvider},
+};
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, sea_query::Expr};
+use std::{sync::Arc, time::Duration};
+use tokio::time::{Instant, timeout};
+use uuid::Uuid;
+
+struct Rig {
+    deps: Arc<Deps>,
+    llm: FakeLlm,
+}
+
+/// A worker beside the loopback model, which counts the answers it gives.
+async fn worker(test_db: &TestDb, db: &DatabaseConnection) -> Rig {
+    let liveness = Liveness::claim(db, &test_db.url)
+        .await
+        .expect("liveness lock");
+    let llm = FakeLlm::start().await;
+    let config = LlmConfig::new(LlmProviderKind::OpenAi, &llm.openai_base(), None);
+    let provider = llm::from_config(&config, RetryPolicy::LLM).expect("client");
+    let schemas = Arc::new(SchemaRegistry::load().expect("schemas"));
+    let engine = Engine::new(provider, schemas, LlmProviderKind::OpenAi, CALL_DEADLINE);
+    let deps = Arc::new(Deps {
+        db: db.clone(),
+        completions: Completions::local(),
+        engine: Some(engine),
+        sms: Arc::new(OutboxProvider) as Arc<dyn SmsProvider>,
+        clock: Arc::new(SystemClock) as Arc<dyn Clock>,
+        queue: JobQueue::memory().0,
+        public_base_url: "https://grove.test".into(),
+        status_callback: None,
+        sweeps: Arc::default(),
+        liveness,
+        concurrency: grove_common::config::DEFAULT_WORKER_CONCURRENCY,
+    });
+    Rig { deps, llm }
+}
+
+const CALL_DEADLINE: Duration = Duration::from_secs(20);
+
+/// A settling coaching call with a caller's body, as a paid request's claim leaves it.
+async fn settling_call(db: &DatabaseConnection) -> Uuid {
+    let id = insert_call(db, status::SETTLING).await;
+    call::Entity::update_many()
+        .col_expr(
+            call::Column::Request,
+            Expr::value(caller_body("diagnose_growth")),
+        )
+        .filter(call::Column::Id.eq(id))
+        .exec(db)
+        .await
+        .expect("the caller's body");
+    id
+}
+
+/// `settling → running` for `runner`, as the settlement's transaction does it.
+async fn start_settled(db: &DatabaseConnection, id: Uuid, runner: Runner) -> Option<call::Model> {
+    let started = write::update_calls(db, calls::start_settled(id, runner))
+        .await
+        .expect("start with the settlement");
+    assert!(started.len() <= 1);
+    started.into_iter().next()
+}
+
+fn job(runner: Runner, call: call::Model, at: Instant) -> CoachingJob {
+    CoachingJob {
+        started: Some(Started {
+            runner,
+            call: Arc::new(call),
+            at,
+        }),
+        ..CoachingJob::new(Uuid::nil(), "req-started".into())
+    }
+}
+
+/// The job's work, with a bound: a worker that started the run again would find it held by
+/// its own process and wait for the lease, not fail.
+async fn work(job: CoachingJob, deps: &Arc<Deps>) {
+    timeout(Duration::from_secs(20), run_coaching(job, Arc::clone(deps)))
+        .await
+        .expect("the job ends without waiting on its own lease")
+        .expect("the job");
+}
+
+async fn load(db: &DatabaseConnection, id: Uuid) -> call::Model {
+    calls::load(db, id).await.expect("load").expect("row")
+}
+
+#[tokio::test]
+async fn a_run_started_with_its_settlement_is_worked_once_and_not_started_again() {
+    let (test_db, db) = TestDb::migrated().await;
+    let Rig { deps, llm } = worker(&test_db, &db).await;
+    let id = settling_call(&db).await;
+    let runner = Runner {
+        run: Uuid::now_v7(),
+        process: deps.liveness.key(),
+    };
+
+    let started = start_settled(&db, id, runner).await.expect("started");
+    assert_eq!(
+        (started.status.as_str(), started.attempts),
+        (status::RUNNING, 1)
+    );
+    let holder = calls::holder(&db, id)
+        .await
+        .expect("holder")
+        .expect("lease");
+    assert_eq!(holder.lease_owner, Some(runner.run.to_string()));
+    assert_eq!(holder.lease_process, Some(runner.process));
+    // A settlement decides a call once: nothing else starts it from `settling` again.
+    let other = Runner {
+        run: Uuid::now_v7(),
+        process: runner.process,
+    };
+    assert!(start_settled(&db, id, other).await.is_none());
+
+    work(job(runner, started, Instant::now()), &deps).await;
+    let row = load(&db, id).await;
+    assert_eq!(
+        row.status,
+        status::COMPLETED,
+        "the run did its work and stored it"
+    );
+    assert_eq!(
+        row.attempts, 1,
+        "one attempt: the worker did not start the run again"
+    );
+    assert_eq!(llm.completed(), 1, "one model call");
+}
+
+#[tokio::test]
+async fn only_a_settling_call_is_started_with_its_settlement() {
+    let (_test_db, db) = TestDb::migrated().await;
+    for s in [
+        status::PENDING,
+        status::RUNNING,
+        status::UNPAID,
+        status::FAILED,
+        status::COMPLETED,
+    ] {
+        let id = insert_call(&db, s).await;
+        let runner = Runner {
+            run: Uuid::now_v7(),
+            process: 1,
+        };
+        assert!(start_settled(&db, id, runner).await.is_none(), "{s}");
+        assert_eq!(load(&db, id).await.status, s);
+    }
+}
+
+#[tokio::test]
+async fn a_started_job_that_waited_renews_its_lease_and_works() {
+    let (test_db, db) = TestDb::migrated().await;
+    let Rig { deps, llm } = worker(&test_db, &db).await;
+    let id = settling_call(&db).await;
+    let runner = Runner {
+        run: Uuid::now_v7(),
+        process: deps.liveness.key(),
+    };
+    let started = start_settled(&db, id, runner).await.expect("started");
+
+    let queued_since = Instant::now() - calls::LEASE_RENEW_EVERY * 2;
+    work(job(runner, started, queued_since), &deps).await;
+    let row = load(&db, id).await;
+    assert_eq!((row.status.as_str(), row.attempts), (status::COMPLETED, 1));
+    assert_eq!(llm.completed(), 1);
+}
+
+#[tokio::test]
+async fn a_started_job_that_waited_leaves_a_call_another_run_took() {
+    let (test_db, db) = TestDb::migrated().await;
+    let Rig { deps, llm } = worker(&test_db, &db).await;
+    let id = settling_call(&db).await;
+    let runner = Runner {
+        run: Uuid::now_v7(),
+        process: deps.liveness.key(),
+    };
+    let started = start_settled(&db, id, runner).await.expect("started");
+    // While the job waited, the recovery sweep's redelivery took the call over.
+    let from = Holder {
+        lease_owner: Some(runner.run.to_string()),
+        lease_process: Some(runner.process),
+        lease_until: None,
+    };
+    let taker = Runner {
+        run: Uuid::now_v7(),
+        process: runner.process,
+    };
+    assert!(matches!(
+        calls::take_over(&db, id, &from, taker)
+            .await
+            .expect("take over"),
+        calls::Start::Started(_)
+    ));
+
+    let queued_since = Instant::now() - calls::LEASE_RENEW_EVERY * 2;
+    work(job(runner, started, queued_since), &deps).await;
+    let row = load(&db, id).await;
+    assert_eq!(
+        (row.status.as_str(), row.attempts, row.error),
+        (status::RUNNING, 2, None),
+        "the call is the taker's"
+    );
+    assert_eq!(llm.received(), 0, "the job did no work: no model call");
+    let holder = calls::holder(&db, id)
+        .await
+        .expect("holder")
+        .expect("lease");
+    assert_eq!(holder.lease_owner, Some(taker.run.to_string()));
+}
