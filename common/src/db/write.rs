@@ -20,6 +20,7 @@
 //! rows back (rusqlite cannot decode sea-orm's models), so callers build what they return from
 //! what they wrote, and read afterwards in the rare case they need the database's copy.
 
+mod group;
 mod own;
 mod row;
 
@@ -216,18 +217,19 @@ pub async fn lite<T>(
         // wait (busy timeout) here rather than fail on its first write.
         c.execute_batch("BEGIN IMMEDIATE").map_err(lite_err)?;
         // Statements are not kept on sqlx's handle: it must close with none open.
-        in_transaction(c, false, body)
+        in_transaction(c, false, lock::Open(c), body)
     })
 }
 
-/// Runs `body` in the transaction just begun on `c`, and commits or rolls back as it decides.
-/// Nothing here waits: the statements run in place, and a body's futures are ready when made.
+/// Runs `body` in the transaction (or savepoint) `open` holds on `c`, and keeps or undoes its
+/// writes as it decides. Nothing here waits: the statements run in place, and a body's futures
+/// are ready when made.
 fn in_transaction<T>(
     c: &rusqlite::Connection,
     keep_statements: bool,
+    open: impl lock::Undo,
     body: impl AsyncFnOnce(&Lite<'_>) -> Result<Done<T>, DbErr>,
 ) -> Result<T, DbErr> {
-    let open = lock::Open(c);
     let lite = Lite {
         conn: c,
         keep_statements,
@@ -239,7 +241,7 @@ fn in_transaction<T>(
     });
     match done {
         Ok(Done::Commit(t)) => {
-            open.commit()?;
+            open.keep()?;
             Ok(t)
         }
         Ok(Done::Rollback(t)) => {
@@ -412,12 +414,17 @@ mod lock {
         f(&conn)
     }
 
+    /// Writes that are undone unless kept: a transaction, or a savepoint in one (`own`).
+    pub trait Undo {
+        fn keep(self) -> Result<(), DbErr>;
+    }
+
     /// An open transaction: rolled back unless committed, also when a body panics, so the
     /// connection never goes back to sqlx inside a transaction.
     pub struct Open<'c>(pub &'c rusqlite::Connection);
 
-    impl Open<'_> {
-        pub fn commit(self) -> Result<(), DbErr> {
+    impl Undo for Open<'_> {
+        fn keep(self) -> Result<(), DbErr> {
             let done = self.0.execute_batch("COMMIT").map_err(lite_err);
             // A failed COMMIT leaves the transaction open: the drop below rolls it back.
             drop(self);

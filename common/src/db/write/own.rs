@@ -16,13 +16,22 @@
 //! be a deadlock waiting to happen: the runtime thread that blocks may be the one that must
 //! run the sqlx transaction holding the lock to its COMMIT. Reads never wait in WAL mode.
 //!
+//! Transactions that run while another is open share its COMMIT (`group`).
+//!
 //! An in-memory database has no file to open twice; it keeps borrowing sqlx's connection.
 
-use super::{Done, Lite, lite_err};
+use super::{
+    Done, Lite,
+    group::{Batch, Savepoint},
+    lite_err,
+};
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Statement};
 use std::{
     path::Path,
-    sync::{Arc, Mutex, PoisonError, Weak},
+    sync::{
+        Arc, Mutex, PoisonError, Weak,
+        atomic::{AtomicU64, Ordering::Relaxed},
+    },
     time::Duration,
 };
 
@@ -33,8 +42,14 @@ const BUSY_PAUSE: Duration = Duration::from_millis(1);
 /// Prepared statements kept: the paid path has about a dozen shapes.
 const STATEMENTS: usize = 64;
 
-/// Our connection to one SQLite file.
-pub struct Own(Mutex<rusqlite::Connection>);
+/// Our connection to one SQLite file, and how many batches it has committed.
+pub struct Own(Mutex<Held>, AtomicU64);
+
+/// The connection, and the batch it has open (`group`), if any.
+struct Held {
+    conn: rusqlite::Connection,
+    open: Option<Arc<Batch>>,
+}
 
 type Options = sea_orm::sqlx::sqlite::SqliteConnectOptions;
 
@@ -97,7 +112,10 @@ async fn open(db: &DatabaseConnection, file: &Path) -> Result<Own, DbErr> {
     .map_err(lite_err)?;
     conn.set_prepared_statement_cache_capacity(STATEMENTS);
     tracing::debug!(file = %file.display(), synchronous, foreign_keys, "own SQLite connection open");
-    Ok(Own(Mutex::new(conn)))
+    Ok(Own(
+        Mutex::new(Held { conn, open: None }),
+        AtomicU64::new(0),
+    ))
 }
 
 async fn pragma(db: &DatabaseConnection, name: &str) -> Result<i64, DbErr> {
@@ -111,12 +129,16 @@ async fn pragma(db: &DatabaseConnection, name: &str) -> Result<i64, DbErr> {
 
 /// What one try at a transaction did.
 enum Attempt<T, B> {
-    Ran(Result<T, DbErr>),
+    /// The body ran in a batch: its outcome holds once the batch commits.
+    Ran(Arc<Batch>, Result<T, DbErr>),
+    /// It could not begin.
+    Failed(DbErr),
     /// Another writer holds the database: the body, back, to try again.
     Busy(B),
 }
 
-/// Runs `body` as one transaction on `own`, waiting its turn behind other writers.
+/// Runs `body` as one transaction on `own`, waiting its turn behind other writers, and
+/// returns once its writes are committed (`group`).
 pub(super) async fn run<T, B>(own: Arc<Own>, mut body: B) -> Result<T, DbErr>
 where
     B: AsyncFnOnce(&Lite<'_>) -> Result<Done<T>, DbErr>,
@@ -124,7 +146,11 @@ where
     let started = tokio::time::Instant::now();
     loop {
         body = match attempt(&own, body) {
-            Attempt::Ran(done) => return done,
+            Attempt::Ran(batch, done) => {
+                batch.committed().await?;
+                return done;
+            }
+            Attempt::Failed(e) => return Err(e),
             Attempt::Busy(body) => body,
         };
         if started.elapsed() >= BUSY_FOR {
@@ -136,18 +162,39 @@ where
     }
 }
 
-fn attempt<T, B>(own: &Own, body: B) -> Attempt<T, B>
+fn attempt<T, B>(own: &Arc<Own>, body: B) -> Attempt<T, B>
 where
     B: AsyncFnOnce(&Lite<'_>) -> Result<Done<T>, DbErr>,
 {
-    // A body that panicked left the connection out of its transaction (`Open`'s drop), so a
-    // poisoned lock guards nothing broken.
-    let conn = own.0.lock().unwrap_or_else(PoisonError::into_inner);
-    match conn.execute_batch("BEGIN IMMEDIATE") {
-        Ok(()) => Attempt::Ran(super::in_transaction(&conn, true, body)),
-        Err(e) if is_busy(&e) => Attempt::Busy(body),
-        Err(e) => Attempt::Ran(Err(lite_err(e))),
-    }
+    // A body that panicked left its savepoint rolled back (`Savepoint`'s drop), so a poisoned
+    // lock guards nothing broken.
+    let mut held = own.0.lock().unwrap_or_else(PoisonError::into_inner);
+    let batch = match &held.open {
+        Some(batch) => Arc::clone(batch),
+        None => match held.conn.execute_batch("BEGIN IMMEDIATE") {
+            Ok(()) => {
+                let batch = Batch::new();
+                held.open = Some(Arc::clone(&batch));
+                tokio::spawn(commit(Arc::clone(own), Arc::clone(&batch)));
+                batch
+            }
+            Err(e) if is_busy(&e) => return Attempt::Busy(body),
+            Err(e) => return Attempt::Failed(lite_err(e)),
+        },
+    };
+    let done = Savepoint::begin(&held.conn)
+        .and_then(|member| super::in_transaction(&held.conn, true, member, body));
+    Attempt::Ran(batch, done)
+}
+
+/// The batch's committer: it lets the tasks that are ready run (and join the batch) first.
+/// A task of its own, so that no member's cancellation can leave the batch open.
+async fn commit(own: Arc<Own>, batch: Arc<Batch>) {
+    tokio::task::yield_now().await;
+    let mut held = own.0.lock().unwrap_or_else(PoisonError::into_inner);
+    held.open = None;
+    batch.commit(&held.conn);
+    own.1.fetch_add(1, Relaxed);
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {
@@ -172,9 +219,10 @@ mod tests {
             .expect("open")
             .expect("a file has its own connection");
         let found = {
-            let conn = own.0.lock().expect("lock");
+            let held = own.0.lock().expect("lock");
             let read = |name: &str| {
-                conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0))
+                held.conn
+                    .query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0))
                     .expect("pragma")
             };
             (read("synchronous"), read("foreign_keys"))
@@ -190,6 +238,58 @@ mod tests {
     async fn our_connection_commits_at_the_configured_synchronous_level() {
         assert_eq!(settings(SqliteSync::Normal).await, (1, 1));
         assert_eq!(settings(SqliteSync::Full).await, (2, 1));
+    }
+
+    /// Transactions that run together share one COMMIT (`group`); each still keeps or undoes
+    /// only its own writes, and is committed when it returns.
+    #[tokio::test]
+    async fn transactions_that_run_together_share_a_commit() {
+        let dir = std::env::temp_dir().join(format!("grove-own-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let url = format!("sqlite://{}/t.db?mode=rwc", dir.display());
+        let db = crate::db::connect_url(&url).await.expect("db");
+        db.execute_unprepared("CREATE TABLE t (k INTEGER PRIMARY KEY)")
+            .await
+            .expect("table");
+        let own = of(&db).await.expect("open").expect("a file");
+        let insert = |k: i64| {
+            Statement::from_string(DbBackend::Sqlite, format!("INSERT INTO t VALUES ({k})"))
+        };
+        let file = dir.join("t.db");
+        let members = (0..16).map(|k| {
+            let (own, file, stmt) = (Arc::clone(&own), file.clone(), insert(k));
+            async move {
+                let kept = run(own, async move |e: &Lite<'_>| {
+                    e.run(stmt).map_err(lite_err)?;
+                    Ok(if k % 2 == 0 {
+                        Done::Commit(true)
+                    } else {
+                        Done::Rollback(false)
+                    })
+                })
+                .await
+                .expect("transaction");
+                // Committed when it returns: another connection sees it at once, before
+                // anything else runs (no await between the two).
+                let reader = rusqlite::Connection::open(&file).expect("reader");
+                let seen: i64 = reader
+                    .query_row(&format!("SELECT count(*) FROM t WHERE k = {k}"), [], |r| {
+                        r.get(0)
+                    })
+                    .expect("count");
+                (kept, seen)
+            }
+        });
+        for (kept, seen) in futures::future::join_all(members).await {
+            assert_eq!(seen, i64::from(kept));
+        }
+        let commits = own.1.load(Relaxed);
+        assert!(
+            commits < 16,
+            "16 transactions that ran together took {commits} commits"
+        );
+        db.close().await.expect("close");
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[tokio::test]
