@@ -7,7 +7,8 @@
 //! transaction to find the connection idle begins a *batch* (`BEGIN IMMEDIATE`) and spawns its
 //! committer; every transaction that runs before the committer does (the tasks that are ready
 //! on the runtime meanwhile) runs in a savepoint of the same SQLite transaction; the committer
-//! yields once, then COMMITs, and each hot page is written once for all of them (issue 12).
+//! yields until a yield brings no new member (at most `own::MAX_YIELDS` times), then COMMITs,
+//! and each hot page is written once for all of them (issue 12).
 //!
 //! Nothing is acknowledged early: every member, also one that rolled its own savepoint back,
 //! waits for the batch's COMMIT before it returns, because what it saw (another member's
@@ -17,15 +18,26 @@
 
 use super::{lite_err, lock::Undo};
 use sea_orm::DbErr;
-use std::sync::Arc;
+use std::sync::{
+    Arc,
+    atomic::{AtomicUsize, Ordering::Relaxed},
+};
 use tokio::sync::watch;
 
-/// One shared SQLite transaction, until its COMMIT is known.
-pub(super) struct Batch(watch::Sender<Option<Result<(), String>>>);
+/// One shared SQLite transaction, until its COMMIT is known, and how many members it has.
+pub(super) struct Batch(watch::Sender<Option<Result<(), String>>>, AtomicUsize);
 
 impl Batch {
     pub fn new() -> Arc<Self> {
-        Arc::new(Self(watch::Sender::new(None)))
+        Arc::new(Self(watch::Sender::new(None), AtomicUsize::new(1)))
+    }
+
+    pub fn join(&self) {
+        self.1.fetch_add(1, Relaxed);
+    }
+
+    pub fn members(&self) -> usize {
+        self.1.load(Relaxed)
     }
 
     /// Waits for the batch's COMMIT: Ok once it is durable, an error if it failed (every
