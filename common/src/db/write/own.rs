@@ -41,6 +41,8 @@ const BUSY_FOR: Duration = Duration::from_secs(10);
 const BUSY_PAUSE: Duration = Duration::from_millis(1);
 /// How many times a batch's committer lets others run before it commits, at most.
 const MAX_YIELDS: usize = 8;
+/// The connection's page cache, KiB.
+const CACHE_KIB: u32 = 32 * 1024;
 /// Prepared statements kept: the paid path has about a dozen shapes.
 const STATEMENTS: usize = 64;
 
@@ -108,8 +110,13 @@ async fn open(db: &DatabaseConnection, file: &Path) -> Result<Own, DbErr> {
     let foreign_keys = pragma(db, "foreign_keys").await?;
     let conn = rusqlite::Connection::open(file).map_err(lite_err)?;
     conn.busy_timeout(Duration::ZERO).map_err(lite_err)?;
+    // A batch's members run in savepoints (`group`), and a savepoint keeps each page's first
+    // version in a sub-journal, a temporary file by default: written to disk for every page a
+    // member changes. In memory it costs a copy (temp_store). The page cache holds a whole
+    // batch's changed pages, so none is spilled to the log before the COMMIT (cache_size).
     conn.execute_batch(&format!(
-        "PRAGMA synchronous = {synchronous}; PRAGMA foreign_keys = {foreign_keys};"
+        "PRAGMA synchronous = {synchronous}; PRAGMA foreign_keys = {foreign_keys}; \
+         PRAGMA temp_store = MEMORY; PRAGMA cache_size = -{CACHE_KIB};"
     ))
     .map_err(lite_err)?;
     conn.set_prepared_statement_cache_capacity(STATEMENTS);
