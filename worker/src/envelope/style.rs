@@ -4,6 +4,7 @@
 use super::text::{holds_phrase, push, word_count, words};
 use grove_common::catalog::EnvelopeCaps;
 use grove_common::schema::Violation;
+use std::sync::LazyLock;
 
 /// How far a reply may run past its tier's word target ("under 150 words"): 10 %, so 165, 275
 /// and 330 words are the hard bounds. The character cap of spec 2.5 is checked separately.
@@ -39,6 +40,10 @@ const PREAMBLES: [&str; 26] = [
     "to answer your question",
 ];
 
+/// Each preamble split as a reply is (`words`), once.
+static PREAMBLE_WORDS: LazyLock<Vec<Vec<String>>> =
+    LazyLock::new(|| PREAMBLES.iter().map(|p| words(p)).collect());
+
 /// Phrases of doubt that belong in `caveats`, not the reply.
 const HEDGES: [&str; 9] = [
     "i think",
@@ -53,12 +58,12 @@ const HEDGES: [&str; 9] = [
 ];
 
 pub fn reply(caps: &EnvelopeCaps, reply: &str, out: &mut Vec<Violation>) {
-    let lead: Vec<String> = words(reply).into_iter().take(5).collect();
-    let lead = lead.join(" ");
-    if let Some(p) = PREAMBLES.iter().find(|p| {
-        let pw = words(p).join(" ");
-        lead == pw || lead.starts_with(&format!("{pw} "))
-    }) {
+    let reply_words = words(reply);
+    // A preamble is the reply's first words (each preamble is at most five words long).
+    let preamble = PREAMBLE_WORDS.iter().position(|p| {
+        reply_words.len() >= p.len() && reply_words.iter().zip(p).all(|(r, w)| r == w)
+    });
+    if let Some(p) = preamble.map(|i| PREAMBLES[i]) {
         push(
             out,
             "/reply",
@@ -72,7 +77,6 @@ pub fn reply(caps: &EnvelopeCaps, reply: &str, out: &mut Vec<Violation>) {
             format!("must be plain prose without markdown ({mark})"),
         );
     }
-    let reply_words = words(reply);
     if let Some(h) = HEDGES.iter().find(|h| holds_phrase(&reply_words, h)) {
         push(
             out,

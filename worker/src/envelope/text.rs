@@ -75,16 +75,32 @@ pub fn has_any(haystack: &str, phrases: &[&str]) -> bool {
 }
 
 /// `has_phrase` over a haystack already split by `words`.
+/// The phrase's words are compared in place, not lowercased into new strings: this runs for
+/// every phrase of every list on every answer (issue 12).
 pub fn holds_phrase(hay: &[String], phrase: &str) -> bool {
-    let mut needle = phrase
-        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
-        .filter(|w| !w.is_empty())
-        .peekable();
-    if needle.peek().is_none() {
-        return false;
+    let needle = || {
+        phrase
+            .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+            .filter(|w| !w.is_empty())
+    };
+    let n = needle().count();
+    n > 0
+        && hay
+            .windows(n)
+            .any(|w| w.iter().zip(needle()).all(|(h, p)| is_lowercase_of(h, p)))
+}
+
+/// True when `lower` (a word of `words`) is `word` lowercased.
+fn is_lowercase_of(lower: &str, word: &str) -> bool {
+    if word.is_ascii() {
+        lower.len() == word.len()
+            && lower
+                .bytes()
+                .zip(word.bytes())
+                .all(|(l, w)| l == w.to_ascii_lowercase())
+    } else {
+        lower == word.to_lowercase()
     }
-    let needle: Vec<String> = needle.map(str::to_lowercase).collect();
-    hay.windows(needle.len()).any(|w| w == needle.as_slice())
 }
 
 /// Words that carry no subject matter, left out when two texts are compared for content.
@@ -206,6 +222,11 @@ mod tests {
     fn phrases_match_whole_words_only() {
         assert!(has_phrase("Our close rate is low.", "close rate"));
         assert!(!has_phrase("separate", "rate"));
+        assert!(has_phrase("Ça va BIEN, merci", "ÇA va"));
+        assert!(has_phrase("Ça va BIEN, merci", "bien MERCI"));
+        assert!(!has_phrase("Ça va BIEN, merci", "merci bien"));
+        assert!(!has_phrase("Ça va", "ça va bien"));
+        assert!(!has_phrase("Ça va", " ,, "));
         assert_eq!(
             content_words("The leads and clients"),
             vec!["lead", "client"]
