@@ -118,20 +118,21 @@ impl Drop for TestDb {
 /// Faults and interleavings a test injects into the database under the running system, as
 /// triggers (written once for each backend). They act inside the system's own statements, so a
 /// test can place an event exactly between two of them without timing anything.
-/// A coaching call in `status`, with no lease and no payment: for tests of runs and leases.
-pub async fn insert_call(db: &sea_orm::DatabaseConnection, status: &str) -> uuid::Uuid {
+/// A coaching call's row in `status` (mary, `diagnose_growth`, a caller's body), with no lease
+/// and no payment: a test changes what it needs, then inserts it (`insert_row`).
+pub fn call_row(status: &str) -> grove_common::db::entities::call::ActiveModel {
     use grove_common::db::entities::call;
-    use sea_orm::{ActiveValue::Set, EntityTrait};
+    use sea_orm::ActiveValue::Set;
     let id = uuid::Uuid::now_v7();
     let now = chrono::Utc::now();
-    call::Entity::insert(call::ActiveModel {
+    call::ActiveModel {
         id: Set(id),
         kind: Set("coaching".into()),
         agent: Set(Some("mary".into())),
         mode: Set(Some("diagnose_growth".into())),
         payer: Set("0x00000000000000000000000000000000000000aa".into()),
         request_hash: Set(format!("hash-{id}")),
-        request: Set(serde_json::json!({})),
+        request: Set(crate::llm::caller_body("diagnose_growth")),
         status: Set(status.into()),
         attempts: Set(0),
         runs: Set(0),
@@ -141,11 +142,26 @@ pub async fn insert_call(db: &sea_orm::DatabaseConnection, status: &str) -> uuid
         created_at: Set(now),
         updated_at: Set(now),
         completed_at: Set(None),
-    })
-    .exec(db)
-    .await
-    .expect("call row");
+    }
+}
+
+/// Inserts a call's row; its id.
+pub async fn insert_row(
+    db: &sea_orm::DatabaseConnection,
+    row: grove_common::db::entities::call::ActiveModel,
+) -> uuid::Uuid {
+    use sea_orm::EntityTrait;
+    let id = row.id.clone().unwrap();
+    grove_common::db::entities::call::Entity::insert(row)
+        .exec(db)
+        .await
+        .expect("call row");
     id
+}
+
+/// A coaching call in `status` (`call_row`), inserted.
+pub async fn insert_call(db: &sea_orm::DatabaseConnection, status: &str) -> uuid::Uuid {
+    insert_row(db, call_row(status)).await
 }
 
 pub mod inject {

@@ -4,7 +4,7 @@
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use grove_common::db::{
     calls,
-    entities::{call, consent, review_request},
+    entities::{consent, review_request},
 };
 use grove_common::review::ReviewStatus;
 use sea_orm::{ActiveValue::Set, DatabaseConnection, EntityTrait, prelude::Uuid};
@@ -27,28 +27,12 @@ pub async fn insert_request(
     now: DateTime<Utc>,
     follow_up: bool,
 ) -> (Uuid, String) {
-    let call_id = Uuid::now_v7();
-    call::Entity::insert(call::ActiveModel {
-        id: Set(call_id),
-        kind: Set("review_request".into()),
-        agent: Set(None),
-        mode: Set(None),
-        payer: Set("0x00000000000000000000000000000000000000aa".into()),
-        request_hash: Set(format!("hash-{call_id}")),
-        request: Set(json!({})),
-        status: Set(calls::status::PENDING.into()),
-        attempts: Set(0),
-        runs: Set(0),
-        error: Set(None),
-        receipt_id: Set(format!("rcpt_{call_id}")),
-        request_id: Set("req-test".into()),
-        created_at: Set(now),
-        updated_at: Set(now),
-        completed_at: Set(None),
-    })
-    .exec(db)
-    .await
-    .expect("call row");
+    let mut row = crate::db::call_row(calls::status::PENDING);
+    row.kind = Set("review_request".into());
+    row.agent = Set(None);
+    row.mode = Set(None);
+    row.request = Set(json!({}));
+    let call_id = crate::db::insert_row(db, row).await;
     let consent_id = Uuid::now_v7();
     consent::Entity::insert(consent::ActiveModel {
         id: Set(consent_id),

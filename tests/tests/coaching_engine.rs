@@ -10,16 +10,16 @@ use grove_common::{
 };
 use grove_tests::{
     TestDb,
+    db::{call_row, insert_row},
     llm::{FakeLlm, Reply, caller_body, model_answer},
 };
 use grove_worker::{
     coaching::{Engine, Outcome},
     llm::{self, RetryPolicy},
 };
-use sea_orm::{ActiveValue::Set, DatabaseConnection, EntityTrait};
+use sea_orm::{ActiveValue::Set, DatabaseConnection};
 use serde_json::{Value, json};
 use std::{sync::Arc, time::Duration};
-use uuid::Uuid;
 
 struct Rig {
     _db: TestDb,
@@ -54,29 +54,12 @@ async fn rig(call_deadline: Duration) -> Rig {
 }
 
 async fn paid_call(db: &DatabaseConnection, coach: &str, mode: &str) -> call::Model {
-    let id = Uuid::now_v7();
-    let now = chrono::Utc::now();
-    call::Entity::insert(call::ActiveModel {
-        id: Set(id),
-        kind: Set("coaching".into()),
-        agent: Set(Some(coach.into())),
-        mode: Set(Some(mode.into())),
-        payer: Set("0x00000000000000000000000000000000000000aa".into()),
-        request_hash: Set(format!("hash-{id}")),
-        request: Set(caller_body(mode)),
-        status: Set("running".into()),
-        attempts: Set(1),
-        runs: Set(0),
-        error: Set(None),
-        receipt_id: Set(format!("rcpt_{}", id.simple())),
-        request_id: Set("req-test".into()),
-        created_at: Set(now),
-        updated_at: Set(now),
-        completed_at: Set(None),
-    })
-    .exec(db)
-    .await
-    .expect("call row");
+    let mut row = call_row("running");
+    row.agent = Set(Some(coach.into()));
+    row.mode = Set(Some(mode.into()));
+    row.request = Set(caller_body(mode));
+    row.attempts = Set(1);
+    let id = insert_row(db, row).await;
     calls::load(db, id).await.expect("load").expect("the call")
 }
 

@@ -307,30 +307,14 @@ async fn the_embedded_mode_runs_at_start_up_the_calls_its_previous_run_had_queue
     let conn = grove_common::db::connect_url(&rig.db.url)
         .await
         .expect("db");
-    let id = uuid::Uuid::now_v7();
     let earlier = before - chrono::Duration::seconds(1);
     use sea_orm::ActiveValue::Set;
-    call::Entity::insert(call::ActiveModel {
-        id: Set(id),
-        kind: Set("coaching".into()),
-        agent: Set(Some("mary".into())),
-        mode: Set(Some("diagnose_growth".into())),
-        payer: Set("0x00000000000000000000000000000000000000aa".into()),
-        request_hash: Set(format!("hash-{id}")),
-        request: Set(caller_body("diagnose_growth")),
-        status: Set(calls::status::PENDING.into()),
-        attempts: Set(0),
-        runs: Set(0),
-        error: Set(None),
-        receipt_id: Set(format!("rcpt_{}", id.simple())),
-        request_id: Set("req-before-the-crash".into()),
-        created_at: Set(earlier),
-        updated_at: Set(earlier),
-        completed_at: Set(None),
-    })
-    .exec(&conn)
-    .await
-    .expect("a call left pending by the previous run");
+    let mut row = grove_tests::db::call_row(calls::status::PENDING);
+    row.request_id = Set("req-before-the-crash".into());
+    row.created_at = Set(earlier);
+    row.updated_at = Set(earlier);
+    // A call left pending by the previous run.
+    let id = grove_tests::db::insert_row(&conn, row).await;
 
     wait_until("the call to run with no client", async || {
         calls::load(&conn, id)

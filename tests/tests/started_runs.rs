@@ -17,18 +17,14 @@ use grove_common::{
     queue::JobQueue,
     schema::SchemaRegistry,
 };
-use grove_tests::{
-    TestDb,
-    db::insert_call,
-    llm::{FakeLlm, caller_body},
-};
+use grove_tests::{TestDb, db::insert_call, llm::FakeLlm};
 use grove_worker::{
     coaching::Engine,
     jobs::{Deps, run_coaching},
     llm::{self, RetryPolicy},
     sms::{OutboxProvider, SmsProvider},
 };
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, sea_query::Expr};
+use sea_orm::DatabaseConnection;
 use std::{sync::Arc, time::Duration};
 use tokio::time::{Instant, timeout};
 use uuid::Uuid;
@@ -66,21 +62,6 @@ async fn worker(test_db: &TestDb, db: &DatabaseConnection) -> Rig {
 
 const CALL_DEADLINE: Duration = Duration::from_secs(20);
 
-/// A settling coaching call with a caller's body, as a paid request's claim leaves it.
-async fn settling_call(db: &DatabaseConnection) -> Uuid {
-    let id = insert_call(db, status::SETTLING).await;
-    call::Entity::update_many()
-        .col_expr(
-            call::Column::Request,
-            Expr::value(caller_body("diagnose_growth")),
-        )
-        .filter(call::Column::Id.eq(id))
-        .exec(db)
-        .await
-        .expect("the caller's body");
-    id
-}
-
 /// `settling → running` for `runner`, as the settlement's transaction does it.
 async fn start_settled(db: &DatabaseConnection, id: Uuid, runner: Runner) -> Option<call::Model> {
     let started = write::update_calls(db, calls::start_settled(id, runner))
@@ -88,6 +69,21 @@ async fn start_settled(db: &DatabaseConnection, id: Uuid, runner: Runner) -> Opt
         .expect("start with the settlement");
     assert!(started.len() <= 1);
     started.into_iter().next()
+}
+
+fn new_runner(process: i64) -> Runner {
+    Runner {
+        run: Uuid::now_v7(),
+        process,
+    }
+}
+
+/// A settling call whose run its settlement started for `deps`'s worker.
+async fn started_here(db: &DatabaseConnection, deps: &Deps) -> (Uuid, Runner, call::Model) {
+    let id = insert_call(db, status::SETTLING).await;
+    let runner = new_runner(deps.liveness.key());
+    let started = start_settled(db, id, runner).await.expect("started");
+    (id, runner, started)
 }
 
 fn job(runner: Runner, call: call::Model, at: Instant) -> CoachingJob {
@@ -118,13 +114,7 @@ async fn load(db: &DatabaseConnection, id: Uuid) -> call::Model {
 async fn a_run_started_with_its_settlement_is_worked_once_and_not_started_again() {
     let (test_db, db) = TestDb::migrated().await;
     let Rig { deps, llm } = worker(&test_db, &db).await;
-    let id = settling_call(&db).await;
-    let runner = Runner {
-        run: Uuid::now_v7(),
-        process: deps.liveness.key(),
-    };
-
-    let started = start_settled(&db, id, runner).await.expect("started");
+    let (id, runner, started) = started_here(&db, &deps).await;
     assert_eq!(
         (started.status.as_str(), started.attempts),
         (status::RUNNING, 1)
@@ -136,11 +126,11 @@ async fn a_run_started_with_its_settlement_is_worked_once_and_not_started_again(
     assert_eq!(holder.lease_owner, Some(runner.run.to_string()));
     assert_eq!(holder.lease_process, Some(runner.process));
     // A settlement decides a call once: nothing else starts it from `settling` again.
-    let other = Runner {
-        run: Uuid::now_v7(),
-        process: runner.process,
-    };
-    assert!(start_settled(&db, id, other).await.is_none());
+    assert!(
+        start_settled(&db, id, new_runner(runner.process))
+            .await
+            .is_none()
+    );
 
     work(job(runner, started, Instant::now()), &deps).await;
     let row = load(&db, id).await;
@@ -167,11 +157,7 @@ async fn only_a_settling_call_is_started_with_its_settlement() {
         status::COMPLETED,
     ] {
         let id = insert_call(&db, s).await;
-        let runner = Runner {
-            run: Uuid::now_v7(),
-            process: 1,
-        };
-        assert!(start_settled(&db, id, runner).await.is_none(), "{s}");
+        assert!(start_settled(&db, id, new_runner(1)).await.is_none(), "{s}");
         assert_eq!(load(&db, id).await.status, s);
     }
 }
@@ -180,12 +166,7 @@ async fn only_a_settling_call_is_started_with_its_settlement() {
 async fn a_started_job_that_waited_renews_its_lease_and_works() {
     let (test_db, db) = TestDb::migrated().await;
     let Rig { deps, llm } = worker(&test_db, &db).await;
-    let id = settling_call(&db).await;
-    let runner = Runner {
-        run: Uuid::now_v7(),
-        process: deps.liveness.key(),
-    };
-    let started = start_settled(&db, id, runner).await.expect("started");
+    let (id, runner, started) = started_here(&db, &deps).await;
 
     let queued_since = Instant::now() - calls::LEASE_RENEW_EVERY * 2;
     work(job(runner, started, queued_since), &deps).await;
@@ -198,22 +179,14 @@ async fn a_started_job_that_waited_renews_its_lease_and_works() {
 async fn a_started_job_that_waited_leaves_a_call_another_run_took() {
     let (test_db, db) = TestDb::migrated().await;
     let Rig { deps, llm } = worker(&test_db, &db).await;
-    let id = settling_call(&db).await;
-    let runner = Runner {
-        run: Uuid::now_v7(),
-        process: deps.liveness.key(),
-    };
-    let started = start_settled(&db, id, runner).await.expect("started");
+    let (id, runner, started) = started_here(&db, &deps).await;
     // While the job waited, the recovery sweep's redelivery took the call over.
     let from = Holder {
         lease_owner: Some(runner.run.to_string()),
         lease_process: Some(runner.process),
         lease_until: None,
     };
-    let taker = Runner {
-        run: Uuid::now_v7(),
-        process: runner.process,
-    };
+    let taker = new_runner(runner.process);
     assert!(matches!(
         calls::take_over(&db, id, &from, taker)
             .await
