@@ -34,7 +34,9 @@ pub async fn record_outcome(
     outcome: &SettleOutcome,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
-    Ok(record(db, call_id, outcome, now, None).await?.moved)
+    Ok(record_outcome_starting(db, call_id, outcome, now, None)
+        .await?
+        .moved)
 }
 
 /// As `record_outcome`, but with a `runner` a settled call goes straight to `running`, the
@@ -43,16 +45,6 @@ pub async fn record_outcome(
 /// per paid call (issue 12). On PostgreSQL the outcome stays one statement and the worker
 /// starts the run itself.
 pub async fn record_outcome_starting(
-    db: &DatabaseConnection,
-    call_id: Uuid,
-    outcome: &SettleOutcome,
-    now: DateTime<Utc>,
-    runner: Option<Runner>,
-) -> Result<Recorded, DbErr> {
-    record(db, call_id, outcome, now, runner).await
-}
-
-async fn record(
     db: &DatabaseConnection,
     call_id: Uuid,
     outcome: &SettleOutcome,
