@@ -16,7 +16,7 @@ mod fake;
 mod openai;
 
 use grove_common::config::{LlmConfig, LlmProviderKind, Secret};
-use grove_worker::llm::{self, ChatMessage, LlmProvider, LlmRequest, RetryPolicy};
+use grove_worker::llm::{self, ChatMessage, LlmProvider, LlmRequest, ProviderSchema, RetryPolicy};
 use serde_json::{Value, json};
 use std::{
     cell::RefCell,
@@ -56,7 +56,7 @@ pub fn request() -> LlmRequest {
             "Churn is 7% a month. {CONTENT_MARKER}"
         ))],
         schema_name: "grove_diagnose_growth".into(),
-        schema: std::sync::Arc::new(schema()),
+        schema: std::sync::Arc::new(ProviderSchema::new(schema())),
         max_output_tokens: 800,
         deadline: None,
     }

@@ -9,7 +9,7 @@ mod replay;
 
 use crate::{
     envelope,
-    llm::{ChatMessage, LlmError, LlmProvider, LlmRequest, Usage},
+    llm::{ChatMessage, LlmError, LlmProvider, LlmRequest, ProviderSchema, Usage},
     prompts,
 };
 use grove_common::{
@@ -53,7 +53,7 @@ pub struct Engine {
     llm: Arc<dyn LlmProvider>,
     schemas: Arc<SchemaRegistry>,
     /// The schema each mode's answer is constrained to, in the form this provider enforces.
-    provider_schemas: ByMode<Arc<Value>>,
+    provider_schemas: ByMode<Arc<ProviderSchema>>,
     /// How long one run may take: `CALL_DEADLINE_S` less the time the API needs to answer.
     budget: Duration,
 }
@@ -68,10 +68,10 @@ impl Engine {
     ) -> Self {
         let provider_schemas = MODES.map(|id, _| {
             let published = schemas.mode(id).response.json();
-            Arc::new(envelope::provider_schema(
+            Arc::new(ProviderSchema::new(envelope::provider_schema(
                 &envelope::model_schema(published),
                 provider,
-            ))
+            )))
         });
         // A tenth of the deadline, at least half a second and at most five, is left for storing
         // the result and the API's answer.

@@ -19,6 +19,32 @@ pub use openai::OpenAiProvider;
 use grove_common::config::{LlmConfig, LlmProviderKind};
 use std::sync::Arc;
 
+/// A provider's copy of an answer schema: the value, for bodies that embed it in a larger
+/// document, and its JSON text, written once. Serialising the schema (tens of kilobytes, every
+/// string escaped) into every request body was about 4 % of a paid call's CPU (issue 12).
+#[derive(Debug)]
+pub struct ProviderSchema {
+    value: serde_json::Value,
+    json: Box<serde_json::value::RawValue>,
+}
+
+impl ProviderSchema {
+    pub fn new(value: serde_json::Value) -> Self {
+        let json = serde_json::value::to_raw_value(&value)
+            .expect("a JSON value always serialises to JSON text");
+        Self { value, json }
+    }
+
+    pub fn value(&self) -> &serde_json::Value {
+        &self.value
+    }
+
+    /// The schema as JSON text, to be written into a body as it is.
+    pub fn json(&self) -> &serde_json::value::RawValue {
+        &self.json
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     User,
@@ -63,7 +89,7 @@ pub struct LlmRequest {
     pub schema_name: String,
     /// A schema this provider can enforce; the caller prepares the provider-specific copy once
     /// and shares it (a deep copy per call was measurable, issue 12).
-    pub schema: std::sync::Arc<serde_json::Value>,
+    pub schema: Arc<ProviderSchema>,
     pub max_output_tokens: u32,
     /// When the whole call must be over, transport retries included; `None`: only the retry
     /// policy bounds it.

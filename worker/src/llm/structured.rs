@@ -3,7 +3,7 @@
 //! remembered for the life of the process, so only the first call pays for the refused request.
 
 use grove_common::config::StructuredOutput;
-use serde_json::Value;
+use serde_json::value::RawValue;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The mode in use, shared by every call of one client.
@@ -103,7 +103,7 @@ pub(super) fn rejected(mode: StructuredOutput, status: u16, message: &str) -> bo
 
 /// The system prompt for a mode the provider does not enforce: the schema travels as text and
 /// our own validation does the enforcing.
-pub(super) fn schema_in_prompt(system: &str, schema: &Value) -> String {
+pub(super) fn schema_in_prompt(system: &str, schema: &RawValue) -> String {
     format!(
         "{system}\n\n# Answer format\n\nAnswer with one JSON object and nothing else: no text \
          before or after it and no Markdown fence. It must be valid against this JSON Schema:\n\

@@ -89,7 +89,7 @@ impl AnthropicProvider {
             body["temperature"] = json!(t);
         }
         let system = match mode {
-            Mode::Prompt => structured::schema_in_prompt(&request.system, &request.schema),
+            Mode::Prompt => structured::schema_in_prompt(&request.system, request.schema.json()),
             _ => request.system.clone(),
         };
         if !system.is_empty() {
@@ -98,13 +98,13 @@ impl AnthropicProvider {
         match mode {
             Mode::Native => {
                 body["output_config"] =
-                    json!({"format": {"type": "json_schema", "schema": *request.schema}});
+                    json!({"format": {"type": "json_schema", "schema": request.schema.value()}});
             }
             Mode::Tool => {
                 body["tools"] = json!([{
                     "name": request.schema_name,
                     "description": TOOL_DESCRIPTION,
-                    "input_schema": *request.schema,
+                    "input_schema": request.schema.value(),
                 }]);
                 body["tool_choice"] = json!({"type": "tool", "name": request.schema_name});
             }

@@ -11,7 +11,8 @@ use super::{LlmError, LlmProvider, LlmRequest, LlmResponse, RetryPolicy, Usage};
 use crate::retry::Failure;
 use grove_common::config::{LlmConfig, MaxTokensField, StructuredOutput};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
-use serde_json::{Value, json};
+use serde_json::{Value, value::RawValue};
+use std::borrow::Cow;
 use std::time::Duration;
 
 pub struct OpenAiProvider {
@@ -22,7 +23,7 @@ pub struct OpenAiProvider {
     model: String,
     retry: RetryPolicy,
     /// `max_tokens` or `max_completion_tokens`: exactly one is sent.
-    max_tokens_field: &'static str,
+    max_tokens_field: MaxTokens,
     temperature: Option<f32>,
     structured: Ladder,
 }
@@ -47,7 +48,7 @@ impl OpenAiProvider {
         }
         let max_tokens_field = max_tokens_field(config.max_tokens_field, &url);
         tracing::debug!(
-            max_tokens_field,
+            max_tokens_field = ?max_tokens_field,
             structured = ?config.structured,
             "openai-compatible client ready"
         );
@@ -63,39 +64,47 @@ impl OpenAiProvider {
         })
     }
 
-    fn body<'r>(&self, request: &'r LlmRequest, mode: StructuredOutput) -> Body<'r> {
+    fn body<'r>(&'r self, request: &'r LlmRequest, mode: StructuredOutput) -> Body<'r> {
         let system = match mode {
-            StructuredOutput::Strict => request.system.clone(),
-            _ => structured::schema_in_prompt(&request.system, &request.schema),
+            StructuredOutput::Strict => Cow::Borrowed(request.system.as_str()),
+            _ => Cow::Owned(structured::schema_in_prompt(
+                &request.system,
+                request.schema.json(),
+            )),
         };
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if !system.is_empty() {
-            messages.push(json!({"role": "system", "content": system}));
+            messages.push(Message {
+                role: "system",
+                content: system,
+            });
         }
-        messages.extend(
-            request
-                .messages
-                .iter()
-                .map(|m| json!({"role": m.role.as_str(), "content": m.content})),
-        );
-        let mut fields = json!({"model": self.model, "messages": messages});
-        fields[self.max_tokens_field] = json!(request.max_output_tokens);
-        if let Some(t) = self.temperature {
-            fields["temperature"] = json!(t);
-        }
+        messages.extend(request.messages.iter().map(|m| Message {
+            role: m.role.as_str(),
+            content: Cow::Borrowed(m.content.as_str()),
+        }));
+        let limit = Some(request.max_output_tokens);
+        let (max_tokens, max_completion_tokens) = match self.max_tokens_field {
+            MaxTokens::Max => (limit, None),
+            MaxTokens::MaxCompletion => (None, limit),
+        };
         let response_format = match mode {
             StructuredOutput::Strict => Some(ResponseFormat::JsonSchema {
                 json_schema: NamedSchema {
                     name: &request.schema_name,
                     strict: true,
-                    schema: &request.schema,
+                    schema: request.schema.json(),
                 },
             }),
             StructuredOutput::JsonObject => Some(ResponseFormat::JsonObject),
             StructuredOutput::Prompt => None,
         };
         Body {
-            fields,
+            model: &self.model,
+            messages,
+            max_tokens,
+            max_completion_tokens,
+            temperature: self.temperature,
             response_format,
         }
     }
@@ -112,15 +121,27 @@ impl OpenAiProvider {
     }
 }
 
-/// A chat completion request. The response format is written from the request as it is
-/// serialised: the schema (tens of kilobytes of JSON) was copied into every body before.
+/// A chat completion request, borrowing from the request it is written for: the schema goes in
+/// as the JSON text prepared once (`ProviderSchema`), the prompt and messages uncopied.
 #[derive(serde::Serialize)]
 struct Body<'r> {
-    /// Model, messages, token limit, temperature.
-    #[serde(flatten)]
-    fields: Value,
+    model: &'r str,
+    messages: Vec<Message<'r>>,
+    /// Exactly one of the two token limits is sent (`max_tokens_field`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<ResponseFormat<'r>>,
+}
+
+#[derive(serde::Serialize)]
+struct Message<'r> {
+    role: &'static str,
+    content: Cow<'r, str>,
 }
 
 #[derive(serde::Serialize)]
@@ -134,25 +155,34 @@ enum ResponseFormat<'r> {
 struct NamedSchema<'r> {
     name: &'r str,
     strict: bool,
-    schema: &'r Value,
+    schema: &'r RawValue,
+}
+
+/// Which token-limit field a server reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MaxTokens {
+    /// `max_tokens`: vLLM, Ollama, llama.cpp and most others.
+    Max,
+    /// `max_completion_tokens`: OpenAI and Azure OpenAI (their reasoning models refuse the other).
+    MaxCompletion,
 }
 
 /// `auto`: OpenAI's own API and Azure OpenAI take `max_completion_tokens` (their reasoning
 /// models refuse `max_tokens`); every other server gets `max_tokens`, the field vLLM, Ollama and
 /// llama.cpp read.
-fn max_tokens_field(setting: MaxTokensField, url: &str) -> &'static str {
+fn max_tokens_field(setting: MaxTokensField, url: &str) -> MaxTokens {
     match setting {
-        MaxTokensField::MaxTokens => "max_tokens",
-        MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+        MaxTokensField::MaxTokens => MaxTokens::Max,
+        MaxTokensField::MaxCompletionTokens => MaxTokens::MaxCompletion,
         MaxTokensField::Auto => {
             let host = reqwest::Url::parse(url)
                 .ok()
                 .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
                 .unwrap_or_default();
             if host == "api.openai.com" || host.ends_with(".openai.azure.com") {
-                "max_completion_tokens"
+                MaxTokens::MaxCompletion
             } else {
-                "max_tokens"
+                MaxTokens::Max
             }
         }
     }
@@ -201,11 +231,11 @@ mod tests {
         let auto = |url| max_tokens_field(MaxTokensField::Auto, url);
         assert_eq!(
             auto("https://api.openai.com/v1/chat/completions"),
-            "max_completion_tokens"
+            MaxTokens::MaxCompletion
         );
         assert_eq!(
             auto("https://my-res.openai.azure.com/openai/v1/chat/completions"),
-            "max_completion_tokens"
+            MaxTokens::MaxCompletion
         );
         for url in [
             "http://127.0.0.1:8000/v1/chat/completions",
@@ -213,11 +243,11 @@ mod tests {
             "https://openrouter.ai/api/v1/chat/completions",
             "https://api.openai.com.evil.example/v1/chat/completions",
         ] {
-            assert_eq!(auto(url), "max_tokens", "{url}");
+            assert_eq!(auto(url), MaxTokens::Max, "{url}");
         }
         assert_eq!(
             max_tokens_field(MaxTokensField::MaxCompletionTokens, "http://127.0.0.1/v1"),
-            "max_completion_tokens"
+            MaxTokens::MaxCompletion
         );
     }
 }
