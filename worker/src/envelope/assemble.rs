@@ -184,7 +184,7 @@ fn fix_below(schema: &Value, value: &mut Value, at: &mut String, fixed: &mut Vec
                 for (i, v) in list.iter_mut().enumerate() {
                     let len = at.len();
                     at.push('/');
-                    at.push_str(&i.to_string());
+                    push_index(at, i);
                     fix_below(items, v, at, fixed);
                     at.truncate(len);
                 }
@@ -198,13 +198,35 @@ fn fix_below(schema: &Value, value: &mut Value, at: &mut String, fixed: &mut Vec
                 if let Some(sub) = properties.get(key) {
                     let len = at.len();
                     at.push('/');
-                    at.push_str(&grove_common::schema::escape_pointer(key));
+                    push_escaped(at, key);
                     fix_below(sub, v, at, fixed);
                     at.truncate(len);
                 }
             }
         }
         _ => {}
+    }
+}
+
+/// Appends a JSON pointer segment for an array index, without a string of its own.
+fn push_index(at: &mut String, i: usize) {
+    use std::fmt::Write;
+    let _ = write!(at, "{i}");
+}
+
+/// Appends `key` escaped as a JSON pointer segment (`escape_pointer`), without the two copies
+/// that makes: this runs for every key of every answer.
+fn push_escaped(at: &mut String, key: &str) {
+    if !key.contains(['~', '/']) {
+        at.push_str(key);
+        return;
+    }
+    for c in key.chars() {
+        match c {
+            '~' => at.push_str("~0"),
+            '/' => at.push_str("~1"),
+            c => at.push(c),
+        }
     }
 }
 
@@ -217,4 +239,24 @@ fn response_schema(mode: ModeId) -> Option<&'static Value> {
         .get_or_init(|| SchemaRegistry::load().ok())
         .as_ref()?;
     Some(registry.mode(mode).response.json())
+}
+
+#[cfg(test)]
+mod pointer_tests {
+    use super::{push_escaped, push_index};
+
+    #[test]
+    fn pointer_segments_are_escaped_as_escape_pointer_does() {
+        for key in ["plain", "a/b", "~x", "~/~1/", "ünïcode/é~"] {
+            let mut at = String::from("/root");
+            push_escaped(&mut at, key);
+            assert_eq!(
+                at,
+                format!("/root{}", grove_common::schema::escape_pointer(key))
+            );
+        }
+        let mut at = String::from("/list/");
+        push_index(&mut at, 17);
+        assert_eq!(at, "/list/17");
+    }
 }

@@ -72,6 +72,10 @@ pub fn extract(text: &str) -> Vec<Figure> {
 
 /// [`extract`] with the position of each figure, for readers that look at the words around it.
 pub fn spans(text: &str) -> Vec<Span> {
+    // Most texts of an answer hold no figure: they are not copied into characters at all.
+    if !text.bytes().any(|b| b.is_ascii_digit()) {
+        return Vec::new();
+    }
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;

@@ -78,28 +78,69 @@ pub fn has_any(haystack: &str, phrases: &[&str]) -> bool {
 /// The phrase's words are compared in place, not lowercased into new strings: this runs for
 /// every phrase of every list on every answer (issue 12).
 pub fn holds_phrase(hay: &[String], phrase: &str) -> bool {
-    let needle = || {
-        phrase
-            .split(|c: char| !(c.is_alphanumeric() || c == '\''))
-            .filter(|w| !w.is_empty())
-    };
-    let n = needle().count();
-    n > 0
-        && hay
-            .windows(n)
-            .any(|w| w.iter().zip(needle()).all(|(h, p)| is_lowercase_of(h, p)))
+    phrase_at(hay, phrase).is_some()
 }
 
-/// True when `lower` (a word of `words`) is `word` lowercased.
-fn is_lowercase_of(lower: &str, word: &str) -> bool {
-    if word.is_ascii() {
-        lower.len() == word.len()
-            && lower
-                .bytes()
-                .zip(word.bytes())
-                .all(|(l, w)| l == w.to_ascii_lowercase())
+/// Where `phrase` first stands in a haystack split by `words`: the range of its words.
+pub fn phrase_at(hay: &[String], phrase: &str) -> Option<std::ops::Range<usize>> {
+    // The phrase is split once, not once per window of the haystack.
+    let mut parts = phrase
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .map(Needle::new);
+    let mut short = [Needle::EMPTY; 6];
+    let mut n = 0;
+    for part in parts.by_ref().take(short.len()) {
+        short[n] = part;
+        n += 1;
+    }
+    let long: Vec<Needle<'_>>;
+    let needle = if n < short.len() {
+        &short[..n]
     } else {
-        lower == word.to_lowercase()
+        long = short.into_iter().chain(parts).collect();
+        &long[..]
+    };
+    let (first, rest) = needle.split_first()?;
+    hay.windows(needle.len())
+        .position(|w| {
+            first.is_lowercase_of(&w[0])
+                && rest.iter().zip(&w[1..]).all(|(p, h)| p.is_lowercase_of(h))
+        })
+        .map(|at| at..at + needle.len())
+}
+
+/// One word of a phrase, and whether it is ASCII (then it is compared byte by byte).
+#[derive(Clone, Copy)]
+struct Needle<'p> {
+    word: &'p str,
+    ascii: bool,
+}
+
+impl<'p> Needle<'p> {
+    const EMPTY: Needle<'static> = Needle {
+        word: "",
+        ascii: true,
+    };
+
+    fn new(word: &'p str) -> Self {
+        Self {
+            word,
+            ascii: word.is_ascii(),
+        }
+    }
+
+    /// True when `lower` (a word of `words`) is this word lowercased.
+    fn is_lowercase_of(&self, lower: &str) -> bool {
+        if self.ascii {
+            lower.len() == self.word.len()
+                && lower
+                    .bytes()
+                    .zip(self.word.bytes())
+                    .all(|(l, w)| l == w.to_ascii_lowercase())
+        } else {
+            lower == self.word.to_lowercase()
+        }
     }
 }
 
@@ -227,6 +268,13 @@ mod tests {
         assert!(!has_phrase("Ça va BIEN, merci", "merci bien"));
         assert!(!has_phrase("Ça va", "ça va bien"));
         assert!(!has_phrase("Ça va", " ,, "));
+        // Phrases longer than the six words kept on the stack take the other path.
+        let long = "one two three four five six seven";
+        assert!(has_phrase(&format!("zero {long} eight"), long));
+        assert!(!has_phrase("one two three four five six eight", long));
+        let hay = words("so we sell shoes to runners");
+        assert_eq!(phrase_at(&hay, "We SELL"), Some(1..3));
+        assert_eq!(phrase_at(&hay, "we buy"), None);
         assert_eq!(
             content_words("The leads and clients"),
             vec!["lead", "client"]

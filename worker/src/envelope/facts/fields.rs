@@ -2,7 +2,7 @@
 //! together) or a plain description of the business, its buyers, their pain or its promise.
 
 use crate::envelope::figures::{self, Span};
-use crate::envelope::text::{has_any, words};
+use crate::envelope::text::{has_any, phrase_at, words};
 
 const MONTHLY: [&str; 6] = [
     "a month",
@@ -137,12 +137,9 @@ fn counted(clause: &str, spans: &[Span], nouns: &[&str]) -> bool {
 pub(super) fn descriptive_fields(clause: &str) -> Vec<&'static str> {
     let w = words(clause);
     let starts = |phrases: &[&str]| {
-        phrases.iter().any(|p| {
-            let pw = words(p);
-            w.windows(pw.len())
-                .position(|x| x == pw.as_slice())
-                .is_some_and(|at| w.len() >= at + pw.len() + 2)
-        })
+        phrases
+            .iter()
+            .any(|p| phrase_at(&w, p).is_some_and(|at| w.len() >= at.end + 2))
     };
     let mut out = Vec::new();
     let sells = starts(&[
