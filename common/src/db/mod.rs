@@ -63,6 +63,9 @@ pub async fn connect_with(url: &str, sync: SqliteSync) -> Result<DatabaseConnect
     } else {
         options.test_before_acquire_if_idle_for(Duration::from_secs(10));
     }
+    if !sqlite {
+        options.map_sqlx_postgres_opts(plain_on_loopback);
+    }
     if sqlite {
         // WAL lets readers run beside the writer; busy_timeout makes concurrent writers wait
         // their turn instead of failing with "database is locked".
@@ -78,6 +81,30 @@ pub async fn connect_with(url: &str, sync: SqliteSync) -> Result<DatabaseConnect
         });
     }
     Database::connect(options).await
+}
+
+/// A PostgreSQL server on this host's loopback, with `sslmode` left at `prefer` (the default:
+/// TLS if the server offers it, plain if not), is reached without TLS. Encryption on loopback
+/// protects nothing, and it was 30 % of both PostgreSQL's CPU and ours in `--bin paid`'s replays
+/// (issue 12: `SSL_read`/`SSL_write` in the server, rustls in sqlx, on every message). An
+/// `sslmode` of `require` or `verify-*`, and any other host, are left as they are.
+pub fn plain_on_loopback(
+    options: sea_orm::sqlx::postgres::PgConnectOptions,
+) -> sea_orm::sqlx::postgres::PgConnectOptions {
+    use sea_orm::sqlx::postgres::PgSslMode;
+    let host = options.get_host();
+    let loopback = host == "localhost"
+        || host.starts_with('/')
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if loopback && matches!(options.get_ssl_mode(), PgSslMode::Prefer) {
+        options.ssl_mode(PgSslMode::Disable)
+    } else {
+        options
+    }
 }
 
 /// The file a SQLite URL names; None for an in-memory database (or another backend's URL).
@@ -103,5 +130,44 @@ fn ensure_sqlite_dir(url: &str) {
         && !dir.as_os_str().is_empty()
     {
         let _ = std::fs::create_dir_all(dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_on_loopback;
+    use sea_orm::sqlx::postgres::{PgConnectOptions, PgSslMode};
+
+    fn mode(url: &str) -> PgSslMode {
+        plain_on_loopback(url.parse::<PgConnectOptions>().expect("url")).get_ssl_mode()
+    }
+
+    #[test]
+    fn loopback_without_a_stated_mode_goes_plain_and_everything_else_is_kept() {
+        for url in [
+            "postgres://u@127.0.0.1:5432/db",
+            "postgres://u@localhost/db",
+            "postgres://u@[::1]:5432/db",
+            "postgres://u@127.0.0.1/db?sslmode=prefer",
+            "postgres:///db?host=/var/run/postgresql",
+        ] {
+            assert!(matches!(mode(url), PgSslMode::Disable), "{url}");
+        }
+        assert!(matches!(
+            mode("postgres://u@127.0.0.1/db?sslmode=require"),
+            PgSslMode::Require
+        ));
+        assert!(matches!(
+            mode("postgres://u@localhost/db?sslmode=verify-full"),
+            PgSslMode::VerifyFull
+        ));
+        assert!(matches!(
+            mode("postgres://u@db.example.com/db"),
+            PgSslMode::Prefer
+        ));
+        assert!(matches!(
+            mode("postgres://u@10.0.0.5/db"),
+            PgSslMode::Prefer
+        ));
     }
 }
