@@ -242,7 +242,8 @@ async fn configured_modes_and_temperature_shape_the_request() {
     let body = fake.request(0).body;
     assert_eq!(
         (format_type(&body), body["temperature"].as_f64()),
-        (Some("json_object"), Some(1.2f32 as f64))
+        // The temperature as configured: serialised from the f32, not widened to 1.2000000476….
+        (Some("json_object"), Some(1.2))
     );
 
     let (fake, client) = start(vllm, |c| {
