@@ -62,6 +62,13 @@ pub trait Exec {
         query: &impl QueryTrait,
     ) -> impl Future<Output = Result<Inserted, DbErr>> + Send;
 
+    /// [`insert`](Exec::insert) of a statement written by hand for this connection's backend
+    /// (the paid path's hottest inserts skip building by sea-query; issue 12).
+    fn insert_statement(
+        &self,
+        stmt: Statement,
+    ) -> impl Future<Output = Result<Inserted, DbErr>> + Send;
+
     /// Runs an update of calls and reads back the rows it changed (`RETURNING`).
     fn update_calls(
         &self,
@@ -175,9 +182,17 @@ impl Exec for Sea<'_> {
         &self,
         query: &impl QueryTrait,
     ) -> impl Future<Output = Result<Inserted, DbErr>> + Send {
-        let run = self.exec(query);
+        use sea_orm::ConnectionTrait;
+        self.insert_statement(query.build(self.0.get_database_backend()))
+    }
+
+    fn insert_statement(
+        &self,
+        stmt: Statement,
+    ) -> impl Future<Output = Result<Inserted, DbErr>> + Send {
+        use sea_orm::ConnectionTrait;
         async move {
-            match run.await {
+            match self.0.execute_raw(stmt).await.map(|r| r.rows_affected()) {
                 Ok(rows) => Ok(Inserted::Rows(rows)),
                 Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
                     Ok(Inserted::Duplicate)
@@ -315,7 +330,14 @@ impl Exec for Lite<'_> {
         &self,
         query: &impl QueryTrait,
     ) -> impl Future<Output = Result<Inserted, DbErr>> + Send {
-        let inserted = match self.run(query.build(DbBackend::Sqlite)) {
+        self.insert_statement(query.build(DbBackend::Sqlite))
+    }
+
+    fn insert_statement(
+        &self,
+        stmt: Statement,
+    ) -> impl Future<Output = Result<Inserted, DbErr>> + Send {
+        let inserted = match self.run(stmt) {
             Ok(rows) => Ok(Inserted::Rows(rows)),
             Err(e) if is_unique_violation(&e) => Ok(Inserted::Duplicate),
             Err(e) => Err(lite_err(e)),
