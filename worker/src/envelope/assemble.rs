@@ -3,13 +3,12 @@
 //! made here (lowering confidence, dropping numbers nobody gave, fixing case); anything else is
 //! left for the schema and [`super::check`] to report, so the model is asked to fix it.
 
+use super::case;
 use super::coverage::{Caller, Confidence};
 use super::schema::MODEL_GAPS_MAX;
-use grove_common::catalog::{CoachId, Mode, ModeId};
+use grove_common::catalog::{CoachId, Mode};
 use grove_common::requests::CoachingRequest;
-use grove_common::schema::SchemaRegistry;
 use serde_json::{Map, Value};
-use std::sync::OnceLock;
 
 /// Keys of the envelope in the published order (spec 2.4).
 pub const ENVELOPE_ORDER: [&str; 11] = [
@@ -53,11 +52,9 @@ pub fn assemble_for(
         Value::Object(map) => map,
         _ => Map::new(),
     };
-    if let Some(schema) = response_schema(mode.id) {
-        for (key, value) in model.iter_mut() {
-            if let Some(sub) = schema.pointer(&format!("/properties/{key}")) {
-                normalise_enums(sub, value);
-            }
+    for (key, value) in model.iter_mut() {
+        if let Some(sub) = case::tree(mode.id).and_then(|t| t.property(key)) {
+            sub.fix(value, &mut String::new(), &mut Vec::new());
         }
     }
 
@@ -143,120 +140,4 @@ fn is_dotted(s: &str) -> bool {
         && !s.contains(' ')
         && s.split('.')
             .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
-}
-
-/// Rewrites every string whose schema has an `enum` (or `const`) it matches only case-insensitively
-/// to the schema's spelling. Anthropic does not guarantee enum case (llm.md §2.1).
-pub fn normalise_enums(schema: &Value, value: &mut Value) {
-    fix_enum_case(schema, value, "", &mut Vec::new());
-}
-
-/// [`normalise_enums`] below `path`, pushing the JSON pointer of every value it changed.
-pub fn fix_enum_case(schema: &Value, value: &mut Value, path: &str, fixed: &mut Vec<String>) {
-    fix_below(schema, value, &mut path.to_owned(), fixed);
-}
-
-/// `fix_enum_case` with the pointer grown and cut back in place: it runs over every value of
-/// every answer, and only a changed value needs its pointer kept.
-fn fix_below(schema: &Value, value: &mut Value, at: &mut String, fixed: &mut Vec<String>) {
-    match value {
-        Value::String(s) => {
-            let allowed = schema
-                .get("enum")
-                .and_then(Value::as_array)
-                .map(Vec::as_slice)
-                .or_else(|| schema.get("const").map(std::slice::from_ref))
-                .unwrap_or_default();
-            let trimmed = s.trim();
-            let hit = allowed
-                .iter()
-                .filter_map(Value::as_str)
-                .find(|a| a.eq_ignore_ascii_case(trimmed));
-            if let Some(hit) = hit
-                && hit != s
-            {
-                *s = hit.to_owned();
-                fixed.push(at.clone());
-            }
-        }
-        Value::Array(list) => {
-            if let Some(items) = schema.get("items") {
-                for (i, v) in list.iter_mut().enumerate() {
-                    let len = at.len();
-                    at.push('/');
-                    push_index(at, i);
-                    fix_below(items, v, at, fixed);
-                    at.truncate(len);
-                }
-            }
-        }
-        Value::Object(map) => {
-            let Some(properties) = schema.get("properties") else {
-                return;
-            };
-            for (key, v) in map.iter_mut() {
-                if let Some(sub) = properties.get(key) {
-                    let len = at.len();
-                    at.push('/');
-                    push_escaped(at, key);
-                    fix_below(sub, v, at, fixed);
-                    at.truncate(len);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Appends a JSON pointer segment for an array index, without a string of its own.
-fn push_index(at: &mut String, i: usize) {
-    use std::fmt::Write;
-    let _ = write!(at, "{i}");
-}
-
-/// Appends `key` escaped as a JSON pointer segment (`escape_pointer`), without the two copies
-/// that makes: this runs for every key of every answer.
-fn push_escaped(at: &mut String, key: &str) {
-    if !key.contains(['~', '/']) {
-        at.push_str(key);
-        return;
-    }
-    for c in key.chars() {
-        match c {
-            '~' => at.push_str("~0"),
-            '/' => at.push_str("~1"),
-            c => at.push(c),
-        }
-    }
-}
-
-/// The published response schema of `mode`, from a registry loaded once per process.
-/// The files are embedded at compile time and a unit test compiles them, so `None` is unreachable
-/// in practice; it only skips the case repair.
-fn response_schema(mode: ModeId) -> Option<&'static Value> {
-    static REGISTRY: OnceLock<Option<SchemaRegistry>> = OnceLock::new();
-    let registry = REGISTRY
-        .get_or_init(|| SchemaRegistry::load().ok())
-        .as_ref()?;
-    Some(registry.mode(mode).response.json())
-}
-
-#[cfg(test)]
-mod pointer_tests {
-    use super::{push_escaped, push_index};
-
-    #[test]
-    fn pointer_segments_are_escaped_as_escape_pointer_does() {
-        for key in ["plain", "a/b", "~x", "~/~1/", "ünïcode/é~"] {
-            let mut at = String::from("/root");
-            push_escaped(&mut at, key);
-            assert_eq!(
-                at,
-                format!("/root{}", grove_common::schema::escape_pointer(key))
-            );
-        }
-        let mut at = String::from("/list/");
-        push_index(&mut at, 17);
-        assert_eq!(at, "/list/17");
-    }
 }

@@ -14,10 +14,12 @@
 //! Module map: `check` runs the envelope rules and calls `trace` (numbers and their arithmetic,
 //! via `arith`), `prose` (figures in text, with `stated` constants), `style` (the reply's form)
 //! and `modes` (one checker per family of modes). `text` and `figures` are the shared readers;
-//! `coverage` and `facts` decide what the caller gave; `repair` makes the safe repairs.
+//! `coverage` and `facts` decide what the caller gave; `repair` makes the safe repairs, with
+//! `case` for enum spelling.
 
 mod arith;
 mod assemble;
+mod case;
 mod check;
 mod coverage;
 mod facts;
@@ -36,7 +38,8 @@ mod trace;
 #[cfg(test)]
 mod tests;
 
-pub use assemble::{ENVELOPE_ORDER, assemble, assemble_for, normalise_enums};
+pub use assemble::{ENVELOPE_ORDER, assemble, assemble_for};
+pub use case::normalise_enums;
 pub use check::{check, check_for};
 pub use coverage::{
     Caller, Confidence, caller_figures, caller_gave_numbers, confidence_ceiling,

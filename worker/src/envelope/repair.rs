@@ -3,7 +3,8 @@
 //! envelope is delivered only if the full schema and every rule then pass; each repair is
 //! returned so the caller can log it.
 
-use super::assemble::fix_enum_case;
+use super::case::{self, CaseTree};
+use grove_common::catalog::ModeId;
 use grove_common::schema::Violation;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -23,8 +24,25 @@ const TRIMMABLE: [&str; 2] = ["numbers", "actions"];
 
 /// Enum values the model wrote in another case (`"High"` for `high`), fixed in its raw answer.
 pub fn enum_case(response_schema: &Value, model_answer: &mut Value) -> Vec<Repair> {
+    fixed_case(&CaseTree::of(response_schema), model_answer)
+}
+
+/// [`enum_case`] against `mode`'s published response schema, compiled once (`case::tree`);
+/// `response_schema` (that same schema) is compiled here only if that failed.
+pub fn enum_case_for(
+    mode: ModeId,
+    response_schema: &Value,
+    model_answer: &mut Value,
+) -> Vec<Repair> {
+    match case::tree(mode) {
+        Some(tree) => fixed_case(tree, model_answer),
+        None => enum_case(response_schema, model_answer),
+    }
+}
+
+fn fixed_case(tree: &CaseTree, model_answer: &mut Value) -> Vec<Repair> {
     let mut fixed = Vec::new();
-    fix_enum_case(response_schema, model_answer, "", &mut fixed);
+    tree.fix(model_answer, &mut String::new(), &mut fixed);
     fixed
         .into_iter()
         .map(|path| Repair {

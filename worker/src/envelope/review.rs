@@ -4,7 +4,7 @@
 //! and may then make safe repairs; the evaluation program (`bench --bin eval`) and its suite test
 //! go through this same function.
 
-use super::{Caller, Repair, assemble_for, check_for, enum_case};
+use super::{Caller, Repair, assemble_for, check_for, repair::enum_case_for};
 use grove_common::catalog::{CoachId, Mode};
 use grove_common::schema::{SchemaDoc, Violation};
 use serde_json::Value;
@@ -28,7 +28,7 @@ pub fn review(
     usage: (u64, u64),
     receipt: Value,
 ) -> Review {
-    let repairs = enum_case(response.json(), &mut model_output);
+    let repairs = enum_case_for(mode.id, response.json(), &mut model_output);
     let envelope = assemble_for(coach, mode, caller, model_output, usage, receipt);
     let problems = problems(response, mode, caller, &envelope);
     Review {
