@@ -2,8 +2,9 @@
 //! worker, model, validation, store, notify, respond) with a zero-latency loopback facilitator
 //! and model, beside the sandbox path in the same run; and replay latency.
 //!
-//! `cargo run --release -p grove-bench --bin paid -- [seconds] [calls]`
-//! Runs the embedded default (SQLite, in-process queue) and PostgreSQL + Redis (one worker).
+//! `cargo run --release -p grove-bench --bin paid -- [seconds] [calls] [only]`
+//! Runs the embedded default (SQLite, in-process queue) and PostgreSQL + Redis (one worker, then
+//! three); `only` (`embedded`, `postgres`, `postgres3`) runs one of them alone, for profiling.
 
 use grove_bench::{
     load::{self, Report, Request},
@@ -177,26 +178,33 @@ async fn main() {
     .await;
     drop(base_rig);
 
+    let only = std::env::args().nth(3);
+    let runs = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let mut reports = vec![sandbox, sandbox_1];
-    reports.extend(scenario("embedded (SQLite)", false, 0, secs, calls).await);
-    reports.extend(scenario("PostgreSQL + Redis", true, 1, secs, calls).await);
-    // Workers scale out: each takes at most one job per 10 ms from a queue (it leaves the next
-    // to the others), so one worker tops out near 100 calls a second.
-    reports.extend(scenario("PostgreSQL + Redis, 3 workers", true, 3, secs, calls).await);
+    if runs("embedded") {
+        reports.extend(scenario("embedded (SQLite)", false, 0, secs, calls).await);
+    }
+    if runs("postgres") {
+        reports.extend(scenario("PostgreSQL + Redis", true, 1, secs, calls).await);
+    }
+    if runs("postgres3") {
+        reports.extend(scenario("PostgreSQL + Redis, 3 workers", true, 3, secs, calls).await);
+    }
     load::print(&reports, &reports[0]);
     let seq = |label: &str| {
         reports
             .iter()
             .find(|r| r.name == label)
             .map(|r| (r.p50_us, r.p99_us))
-            .unwrap_or_default()
     };
-    let (s50, s99) = seq("sandbox, 1 connection");
+    let (s50, s99) = seq("sandbox, 1 connection").unwrap_or_default();
     for label in [
         "embedded (SQLite): paid, 1 connection",
         "PostgreSQL + Redis: paid, 1 connection",
     ] {
-        let (p50, p99) = seq(label);
+        let Some((p50, p99)) = seq(label) else {
+            continue;
+        };
         println!(
             "{label}: overhead over the sandbox p50 {:.2} ms, p99 {:.2} ms",
             (p50.saturating_sub(s50)) as f64 / 1000.0,
