@@ -11,6 +11,7 @@ mod m20261123_000005_phone_marks;
 mod m20261123_000006_webhook_receipts;
 mod m20261124_000007_sent_transaction;
 mod m20261124_000008_lease_process;
+mod m20261125_000009_json_as_written;
 
 pub struct Migrator;
 
@@ -26,6 +27,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000006_webhook_receipts::Migration),
             Box::new(m20261124_000007_sent_transaction::Migration),
             Box::new(m20261124_000008_lease_process::Migration),
+            Box::new(m20261125_000009_json_as_written::Migration),
         ]
     }
 }

@@ -12,7 +12,8 @@ use sea_orm::{
     ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Statement, TransactionTrait, Value,
 };
 
-/// Everything the claim writes, as bound.
+/// Everything the claim writes, as bound. The JSON goes as text, written once: bound as values,
+/// each would be deep-copied on the way to the driver, then written there (issue 12).
 pub(super) struct Row {
     pub scope: String,
     pub call_id: uuid::Uuid,
@@ -25,13 +26,13 @@ pub(super) struct Row {
     pub amount: String,
     pub network: String,
     pub x402_version: i32,
-    pub settle_request: serde_json::Value,
+    pub settle_request: String,
     pub valid_before: i64,
     pub now: chrono::DateTime<chrono::Utc>,
     pub kind: String,
     pub agent: Option<String>,
     pub mode: Option<String>,
-    pub request: serde_json::Value,
+    pub request: String,
     pub receipt_id: String,
     pub request_id: String,
 }
@@ -54,7 +55,7 @@ fn sql() -> String {
 p AS (
     INSERT INTO "payments" ("id", "call_id", "payer", "nonce", "amount", "network", "x402_version",
         "status", "settle_request", "valid_before", "checks", "created_at", "updated_at")
-    SELECT $6, $2, $7, $8, $9, $10, $11, '{reserved}', $12, $13, 0, $14, $14 FROM s
+    SELECT $6, $2, $7, $8, $9, $10, $11, '{reserved}', $12::json, $13, 0, $14, $14 FROM s
     ON CONFLICT ("payer", "nonce") DO UPDATE SET "call_id" = EXCLUDED."call_id",
         "amount" = EXCLUDED."amount", "network" = EXCLUDED."network",
         "x402_version" = EXCLUDED."x402_version", "status" = EXCLUDED."status",
@@ -66,7 +67,7 @@ p AS (
 c AS (
     INSERT INTO "calls" ("id", "kind", "agent", "mode", "payer", "request_hash", "request",
         "status", "attempts", "runs", "receipt_id", "request_id", "created_at", "updated_at")
-    SELECT $2, $15, $16, $17, $7, $3, $18, '{settling}', 0, 0, $19, $20, $14, $14 FROM p),
+    SELECT $2, $15, $16, $17, $7, $3, $18::jsonb, '{settling}', 0, 0, $19, $20, $14, $14 FROM p),
 r AS (
     INSERT INTO "receipts" ("id", "call_id", "kind", "created_at", "expires_at")
     SELECT $19, $2, $15, $14, $21 FROM p)

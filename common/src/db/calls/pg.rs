@@ -44,11 +44,11 @@ pub(super) async fn complete(
     WHERE "id" = $1{guard} RETURNING "id"),
 r AS (
     INSERT INTO "results" ("call_id", "body", "input_tokens", "output_tokens", "model_calls", "created_at")
-    SELECT "id", $3, $4, $5, $6, $2 FROM c
+    SELECT "id", $3::json, $4, $5, $6, $2 FROM c
     ON CONFLICT ("call_id") DO NOTHING RETURNING "call_id"),
 m AS (
     INSERT INTO "model_calls" ("call_id", "run", "seq", "outcome", "input_tokens", "output_tokens", "http_attempts", "created_at")
-    SELECT "id", $7, $8, $9, $10, $11, $12, $2 FROM c WHERE $13
+    SELECT "id", $7, $8, $9::json, $10, $11, $12, $2 FROM c WHERE $13
     ON CONFLICT ("call_id", "run", "seq") DO NOTHING)
 SELECT (SELECT count(*) FROM c) AS "finished", (SELECT count(*) FROM r) AS "stored""#,
         completed = status::COMPLETED,
@@ -65,16 +65,18 @@ SELECT (SELECT count(*) FROM c) AS "finished", (SELECT count(*) FROM r) AS "stor
         tokens: (0, 0),
         http_attempts: 0,
     });
+    // The JSON goes as text, written once here: bound as values, each would be deep-copied on
+    // the way to the driver, then written there (issue 12).
     let values: [Value; 14] = [
         stored.call_id.into(),
         now.into(),
-        stored.body.clone().into(),
+        stored.body.to_string().into(),
         stored.input_tokens.into(),
         stored.output_tokens.into(),
         stored.model_calls.into(),
         a.run.into(),
         a.seq.into(),
-        a.outcome.into(),
+        a.outcome.to_string().into(),
         a.tokens.0.into(),
         a.tokens.1.into(),
         a.http_attempts.into(),
