@@ -5,6 +5,7 @@
 
 use futures::StreamExt;
 use grove_common::{
+    completion,
     db::{
         calls::{self, Finisher, Runner, Start},
         entities::call,
@@ -250,8 +251,9 @@ async fn a_duplicate_delivery_during_a_live_run_makes_no_second_model_call() {
     tokio::spawn(async move {
         let mut messages = pubsub.into_on_message();
         while let Some(msg) = messages.next().await {
-            if let (Ok(id), Ok(mut all)) = (msg.get_payload::<String>(), seen.lock()) {
-                all.push(id);
+            let id = completion::parse_message(msg.get_payload_bytes()).map(|(id, _)| id);
+            if let (Some(id), Ok(mut all)) = (id, seen.lock()) {
+                all.push(id.to_string());
             }
         }
     });

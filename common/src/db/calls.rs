@@ -3,7 +3,7 @@
 
 use super::entities::{call, model_call, result};
 use super::write::{Done, Exec};
-use chrono::Utc;
+use chrono::{SubsecRound, Utc};
 use sea_orm::{
     ActiveValue::Set,
     ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, Insert,
@@ -56,7 +56,9 @@ pub async fn complete(
     model_calls: u32,
     answer: Option<ModelCallRecord>,
 ) -> Result<Option<result::Model>, DbErr> {
-    let now = Utc::now();
+    // At the database's precision (microseconds): the result handed to a waiter with the
+    // completion is then the one a later read returns.
+    let now = Utc::now().trunc_subsecs(6);
     let stored = result::Model {
         call_id,
         body,

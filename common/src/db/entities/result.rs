@@ -2,7 +2,9 @@
 
 use sea_orm::entity::prelude::*;
 
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+/// Serializable so that a worker can hand a committed result to the waiting API process with
+/// its completion message (`crate::completion`), which then need not read it back.
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, serde::Serialize, serde::Deserialize)]
 #[sea_orm(table_name = "results")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]

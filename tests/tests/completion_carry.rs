@@ -1,0 +1,162 @@
+//! A completion carries its committed result to the waiting API process (issue 12: reading it
+//! back was a fifth of PostgreSQL's statements per paid call), and what it carries is what a
+//! later read returns: on PostgreSQL the result is kept as the JSON text it was written as.
+
+use grove_common::{
+    completion::{CARRIED_LIMIT, Completions},
+    db::{calls, entities::result},
+    queue,
+};
+use grove_tests::{
+    TestDb,
+    paid::{REDIS_URL, namespace},
+};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, Statement};
+use serde_json::{Value, json};
+use std::time::Duration;
+use uuid::Uuid;
+
+/// A publishing side (a worker's) and a subscribed side (an API process's) on one namespace.
+async fn pair() -> (Completions, Completions) {
+    let client = redis::Client::open(REDIS_URL).expect("redis url");
+    let ns = namespace();
+    let worker = Completions::redis(queue::redis_connection(&client).await.expect("redis"), &ns);
+    let api = Completions::redis(queue::redis_connection(&client).await.expect("redis"), &ns);
+    api.subscribe_redis(client.clone());
+    (worker, api)
+}
+
+fn model(call_id: Uuid, body: Value) -> result::Model {
+    result::Model {
+        call_id,
+        body,
+        input_tokens: 11,
+        output_tokens: 22,
+        model_calls: 1,
+        created_at: chrono::DateTime::from_timestamp_micros(1_764_000_000_123_456).expect("time"),
+    }
+}
+
+/// Publishes `announce` until the waiter wakes (the subscription starts in the background, and
+/// pub/sub drops what is published before it), then returns what the waiter was handed.
+async fn delivered(
+    api: &Completions,
+    call_id: Uuid,
+    announce: impl AsyncFn(),
+) -> Option<result::Model> {
+    let waiter = api.waiter(call_id);
+    for _ in 0..100 {
+        announce().await;
+        if tokio::time::timeout(Duration::from_millis(100), waiter.notified())
+            .await
+            .is_ok()
+        {
+            return waiter.result();
+        }
+    }
+    panic!("the completion never reached the waiter");
+}
+
+#[tokio::test]
+async fn a_result_travels_with_its_completion_and_a_large_one_is_left_to_the_database() {
+    let (worker, api) = pair().await;
+
+    // Keys out of alphabetical order: they arrive in the order written.
+    let id = Uuid::now_v7();
+    let stored = model(id, json!({"zeta": 1, "alpha": {"y": [1, 2], "b": "ü\"x"}}));
+    let got = delivered(&api, id, async || {
+        worker.completed(id, stored.clone()).await
+    })
+    .await;
+    let got = got.expect("the result came with the completion");
+    assert_eq!(got, stored);
+    assert_eq!(
+        serde_json::to_string(&got.body).expect("json"),
+        r#"{"zeta":1,"alpha":{"y":[1,2],"b":"ü\"x"}}"#
+    );
+
+    // Larger than a message carries: the waiter wakes without it, and reads the database.
+    let id = Uuid::now_v7();
+    let big = model(id, json!({"reply": "x".repeat(CARRIED_LIMIT)}));
+    let got = delivered(&api, id, async || worker.completed(id, big.clone()).await).await;
+    assert_eq!(got, None, "too large to carry");
+
+    // A plain announcement (a failure, a refusal) carries nothing.
+    let id = Uuid::now_v7();
+    let got = delivered(&api, id, async || worker.notify(id).await).await;
+    assert_eq!(got, None);
+}
+
+async fn column(db: &DatabaseConnection, table: &str, column: &str) -> (String, String) {
+    let row = db
+        .query_one_raw(Statement::from_string(
+            DbBackend::Postgres,
+            format!(
+                "SELECT format_type(atttypid, atttypmod) AS ty, attcompression::text AS comp \
+                 FROM pg_attribute WHERE attrelid = '\"{table}\"'::regclass AND attname = '{column}'"
+            ),
+        ))
+        .await
+        .expect("pg_attribute")
+        .expect("the column exists");
+    (
+        row.try_get("", "ty").expect("ty"),
+        row.try_get("", "comp").expect("comp"),
+    )
+}
+
+async fn lz4_available(db: &DatabaseConnection) -> bool {
+    db.query_one_raw(Statement::from_string(
+        DbBackend::Postgres,
+        "SELECT 1 AS one FROM pg_settings WHERE name = 'default_toast_compression' \
+         AND 'lz4' = ANY(enumvals)",
+    ))
+    .await
+    .expect("pg_settings")
+    .is_some()
+}
+
+#[tokio::test]
+async fn on_postgresql_a_result_is_read_back_as_written() {
+    let test_db = TestDb::on("postgres").await;
+    let db = grove_common::db::connect_url(&test_db.url)
+        .await
+        .expect("db");
+    grove_migrations::run(&db).await.expect("migrations");
+    for (table, col) in [("results", "body"), ("model_calls", "outcome")] {
+        let (ty, compression) = column(&db, table, col).await;
+        assert_eq!(ty, "json", "{table}.{col} keeps the text as written");
+        if lz4_available(&db).await {
+            assert_eq!(compression, "l", "{table}.{col} is compressed with lz4");
+        }
+    }
+
+    let id = grove_tests::db::insert_call(&db, calls::status::PENDING).await;
+    let body = json!({"zeta": 1, "alpha": {"y": [1, 2], "b": "ü\"x"}, "m": "y".repeat(5000)});
+    let stored = calls::complete(
+        &db,
+        id,
+        calls::Finisher::Unleased,
+        body.clone(),
+        (11, 22),
+        1,
+        None,
+    )
+    .await
+    .expect("complete")
+    .expect("stored");
+    let read = calls::load_result(&db, id)
+        .await
+        .expect("read")
+        .expect("a result");
+    assert_eq!(
+        read, stored,
+        "what a completion carries is what a read returns"
+    );
+    assert_eq!(
+        serde_json::to_string(&read.body).expect("json"),
+        serde_json::to_string(&body).expect("json"),
+        "in the order written"
+    );
+    db.close().await.expect("close");
+}
