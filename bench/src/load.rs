@@ -34,6 +34,8 @@ pub struct Report {
     pub elapsed: Duration,
     pub p50_us: u64,
     pub p99_us: u64,
+    /// CPU time spent during the measured time (`crate::cpu::Usage`).
+    pub cpu: crate::cpu::Usage,
 }
 
 impl Report {
@@ -84,6 +86,10 @@ pub async fn run_bounded(
     let started = Instant::now();
     let start_at = started + warmup;
     let stop_at = start_at + duration;
+    let cpu_at_start = tokio::spawn(async move {
+        tokio::time::sleep_until(start_at.into()).await;
+        crate::cpu::Usage::now()
+    });
     let mut tasks = Vec::new();
     for (c, client) in clients.into_iter().enumerate() {
         let make = make.clone();
@@ -135,6 +141,7 @@ pub async fn run_bounded(
             errors += e;
         }
     }
+    let cpu = crate::cpu::Usage::now().since(cpu_at_start.await.unwrap_or_default());
     all.sort_unstable();
     let measured = started.elapsed().saturating_sub(warmup).min(duration);
     Report {
@@ -148,6 +155,7 @@ pub async fn run_bounded(
         },
         p50_us: percentile(&all, 0.50),
         p99_us: percentile(&all, 0.99),
+        cpu,
     }
 }
 
@@ -165,6 +173,27 @@ pub fn print(reports: &[Report], baseline: &Report) {
             r.p99_us as f64 / 1000.0,
             r.errors,
             r.rps() / baseline.rps()
+        );
+    }
+}
+
+/// CPU per request of each run: this process (load generator, fakes and service alike), the
+/// machine's PostgreSQL and its Redis.
+pub fn print_cpu(reports: &[Report]) {
+    println!(
+        "{:<34} {:>10} {:>10} {:>10} {:>10}",
+        "CPU µs per request", "this proc", "postgres", "redis", "total"
+    );
+    for r in reports {
+        let per = |us: u64| us as f64 / r.requests.max(1) as f64;
+        let c = r.cpu;
+        println!(
+            "{:<34} {:>10.0} {:>10.0} {:>10.0} {:>10.0}",
+            r.name,
+            per(c.ours),
+            per(c.postgres),
+            per(c.redis),
+            per(c.ours + c.postgres + c.redis)
         );
     }
 }

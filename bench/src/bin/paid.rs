@@ -191,6 +191,7 @@ async fn main() {
         reports.extend(scenario("PostgreSQL + Redis, 3 workers", true, 3, secs, calls).await);
     }
     load::print(&reports, &reports[0]);
+    load::print_cpu(&reports);
     let seq = |label: &str| {
         reports
             .iter()

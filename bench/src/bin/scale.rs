@@ -43,20 +43,6 @@ fn api_binary() -> PathBuf {
     bin
 }
 
-/// User + system CPU time of `pid` so far, in microseconds.
-fn cpu_us(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    let rest = stat.rsplit(')').next().unwrap_or_default();
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
-    ticks * 1_000_000 / 100 // USER_HZ is 100 on Linux.
-}
-
 /// Resident memory of `pid`, in KiB.
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -124,7 +110,7 @@ async fn measure(
             }
         })
     };
-    let cpu_before = cpu_us(pid);
+    let cpu_before = grove_bench::cpu::cpu_us(pid, false);
     let base = server.api.url.clone();
     let max = prepared.len();
     let report = load::run_bounded(
@@ -136,7 +122,7 @@ async fn measure(
         move |i| paid::paid_request(&base, &prepared, i),
     )
     .await;
-    let cpu = cpu_us(pid).saturating_sub(cpu_before);
+    let cpu = grove_bench::cpu::cpu_us(pid, false).saturating_sub(cpu_before);
     sampler.abort();
     let calls = report.requests.max(1) as f64;
     // Closed loop: each connection is always waiting on one call.
