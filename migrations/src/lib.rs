@@ -12,6 +12,7 @@ mod m20261123_000006_webhook_receipts;
 mod m20261124_000007_sent_transaction;
 mod m20261124_000008_lease_process;
 mod m20261125_000009_json_as_written;
+mod m20261125_000010_claim_refusal;
 
 pub struct Migrator;
 
@@ -28,6 +29,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000007_sent_transaction::Migration),
             Box::new(m20261124_000008_lease_process::Migration),
             Box::new(m20261125_000009_json_as_written::Migration),
+            Box::new(m20261125_000010_claim_refusal::Migration),
         ]
     }
 }

@@ -190,8 +190,10 @@ async fn one_authorization_cannot_pay_for_two_requests() {
         rig.send_paid(PATH, &body, &payment, None).await.status(),
         200
     );
+    // Another request the fake model's answer fits (the same question, told apart).
     let mut other = body.clone();
-    other["messages"][0]["content"] = json!("Now tell me about hiring; we have 3 staff.");
+    let text = body["messages"][0]["content"].as_str().unwrap_or_default();
+    other["messages"][0]["content"] = json!(format!("{text} (asked again)"));
     let reused = rig.send_paid(PATH, &other, &payment, None).await;
     assert_eq!(reused.status(), 402);
     assert!(reused.headers().get("payment-required").is_some());
@@ -201,6 +203,15 @@ async fn one_authorization_cannot_pay_for_two_requests() {
     );
     assert_eq!(rig.facilitator.settle_calls(), 1);
     assert_eq!(rig.llm.received(), 1);
+    // The refused claim kept nothing (on PostgreSQL its statement raised, undoing the scope it
+    // took): the same body with an authorization of its own is bought.
+    let fresh = rig.payment_for(PATH, &other, PayOptions::default()).await;
+    assert_eq!(
+        rig.send_paid(PATH, &other, &fresh, None).await.status(),
+        200
+    );
+    assert_eq!(rig.facilitator.settle_calls(), 2);
+    assert_eq!(rig.llm.received(), 2);
 }
 
 #[tokio::test]

@@ -1,7 +1,9 @@
-//! The claim on PostgreSQL: its four inserts as one `WITH`-chained statement, in a transaction
-//! only so that a claim that took the scope but found the authorization used can be rolled back.
-//! Three round trips (BEGIN, the statement, COMMIT or ROLLBACK) instead of six (issue 12). The
-//! same writes as `claim::write`, which SQLite runs on the caller's thread.
+//! The claim on PostgreSQL: its four inserts as one `WITH`-chained statement, one round trip
+//! instead of six (issue 12). A claim that took the scope but found the authorization used must
+//! not keep the scope: the statement then raises our own error (`grove_claim_refused`, SQLSTATE
+//! `GR001`), which undoes all its writes as a rollback would, without the two round trips of a
+//! transaction around it. The same writes as `claim::write`, which SQLite runs on the caller's
+//! thread.
 
 use super::{FINISHED, Written};
 use grove_common::{
@@ -9,7 +11,7 @@ use grove_common::{
     receipt as receipts,
 };
 use sea_orm::{
-    ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Statement, TransactionTrait, Value,
+    ConnectionTrait, DatabaseConnection, DbBackend, DbErr, RuntimeErr, Statement, Value,
 };
 
 /// Everything the claim writes, as bound. The JSON goes as text, written once: bound as values,
@@ -71,11 +73,30 @@ c AS (
 r AS (
     INSERT INTO "receipts" ("id", "call_id", "kind", "created_at", "expires_at")
     SELECT $19, $2, $15, $14, $21 FROM p)
-SELECT (SELECT count(*) FROM s) AS "scope", (SELECT count(*) FROM p) AS "paid""#,
+SELECT (SELECT count(*) FROM s) AS "scope", (SELECT count(*) FROM p) AS "paid",
+    CASE WHEN (SELECT count(*) FROM s) = 1 AND (SELECT count(*) FROM p) = 0
+        THEN "grove_claim_refused"('{refused}') ELSE 0 END AS "refused""#,
         reserved = pay_status::RESERVED,
         released = pay_status::RELEASED,
         settling = status::SETTLING,
+        refused = REFUSED_NONCE_USED,
     )
+}
+
+/// The SQLSTATE of `grove_claim_refused` (migration `m20261125_000010_claim_refusal`).
+const REFUSED: &str = "GR001";
+/// Written into the statement as an SQL string literal: no quotes.
+const REFUSED_NONCE_USED: &str = "nonce_used";
+
+/// Whether `e` is the claim refusing itself (`REFUSED`), not a failure.
+fn refused(e: &DbErr) -> bool {
+    let (DbErr::Query(RuntimeErr::SqlxError(err)) | DbErr::Exec(RuntimeErr::SqlxError(err))) = e
+    else {
+        return false;
+    };
+    err.as_database_error()
+        .and_then(|db| db.code())
+        .is_some_and(|code| code == REFUSED)
 }
 
 pub(super) async fn write(db: &DatabaseConnection, row: Row) -> Result<Written, DbErr> {
@@ -102,25 +123,22 @@ pub(super) async fn write(db: &DatabaseConnection, row: Row) -> Result<Written, 
         row.request_id.into(),
         receipts::expires_at(row.now).into(),
     ];
-    let txn = db.begin().await?;
-    let counted = txn
+    let counted = match db
         .query_one_raw(Statement::from_sql_and_values(
             DbBackend::Postgres,
             sql(),
             values,
         ))
-        .await?
-        .ok_or_else(|| DbErr::Custom("the claim returned no row".into()))?;
+        .await
+    {
+        Err(e) if refused(&e) => return Ok(Written::NonceUsed),
+        counted => counted?.ok_or_else(|| DbErr::Custom("the claim returned no row".into()))?,
+    };
     let (scope, paid): (i64, i64) = (counted.try_get("", "scope")?, counted.try_get("", "paid")?);
-    let written = match (scope, paid) {
+    Ok(match (scope, paid) {
         (0, _) => Written::ScopeHeld,
+        // Refused above: a statement that took the scope without the payment raises.
         (_, 0) => Written::NonceUsed,
         _ => Written::Claimed,
-    };
-    if matches!(written, Written::Claimed) {
-        txn.commit().await?;
-    } else {
-        txn.rollback().await?;
-    }
-    Ok(written)
+    })
 }
