@@ -13,6 +13,7 @@ mod m20261124_000007_sent_transaction;
 mod m20261124_000008_lease_process;
 mod m20261125_000009_json_as_written;
 mod m20261125_000010_claim_refusal;
+mod m20261127_000011_payments_in_flight;
 
 pub struct Migrator;
 
@@ -30,6 +31,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000008_lease_process::Migration),
             Box::new(m20261125_000009_json_as_written::Migration),
             Box::new(m20261125_000010_claim_refusal::Migration),
+            Box::new(m20261127_000011_payments_in_flight::Migration),
         ]
     }
 }
