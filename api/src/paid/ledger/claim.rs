@@ -125,7 +125,9 @@ static SQL: std::sync::LazyLock<Sql> = std::sync::LazyLock::new(|| {
         // An expired record of a finished call answers nothing any more, so the insert takes
         // its place in the same statement (no separate delete on the paid path); the call's
         // state is checked in that statement too, so a window cannot lapse under a call whose
-        // settlement is still being reconciled.
+        // settlement is still being reconciled. The check looks up that one call by its key: an
+        // `IN (SELECT … WHERE status IN …)` was planned as a hash of every finished call, built
+        // whenever a window lapsed (13 ms with 50,000 calls on PostgreSQL, growing with them).
         scope: format!(
             r#"INSERT INTO "idempotency_records" ("scope", "call_id", "request_hash", "expires_at", "created_at")
 VALUES (?1, ?2, ?3, ?4, ?5)
@@ -133,7 +135,8 @@ ON CONFLICT ("scope") DO UPDATE SET "call_id" = "excluded"."call_id",
     "request_hash" = "excluded"."request_hash", "expires_at" = "excluded"."expires_at",
     "created_at" = "excluded"."created_at"
 WHERE "idempotency_records"."expires_at" <= ?5
-    AND "idempotency_records"."call_id" IN (SELECT "id" FROM "calls" WHERE "status" IN ({finished}))"#
+    AND EXISTS (SELECT 1 FROM "calls" WHERE "calls"."id" = "idempotency_records"."call_id"
+        AND "calls"."status" IN ({finished}))"#
         ),
         // A reservation that was released (nothing processed, not the payer's fault) is taken
         // over by this call; any other holder of the authorization makes it used.

@@ -52,7 +52,8 @@ fn sql() -> String {
         "request_hash" = EXCLUDED."request_hash", "expires_at" = EXCLUDED."expires_at",
         "created_at" = EXCLUDED."created_at"
     WHERE "idempotency_records"."expires_at" <= $5
-        AND "idempotency_records"."call_id" IN (SELECT "id" FROM "calls" WHERE "status" IN ({finished}))
+        AND EXISTS (SELECT 1 FROM "calls" WHERE "calls"."id" = "idempotency_records"."call_id"
+        AND "calls"."status" IN ({finished}))
     RETURNING "scope"),
 p AS (
     INSERT INTO "payments" ("id", "call_id", "payer", "nonce", "amount", "network", "x402_version",
