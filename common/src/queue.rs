@@ -135,9 +135,16 @@ pub fn redis_config(queue: &str) -> apalis_redis::Config {
         .queue(queue)
         .heartbeat_interval(jobs::HEARTBEAT)
         .missed_heartbeats(jobs::MISSED_HEARTBEATS)
-        // One job per fetch: a consumer takes work one job at a time (see `consumers::fetch`),
-        // so a backlog spreads across workers instead of landing on the first to look.
-        .batch_size(1)
+        // A few jobs per fetch (see `consumers::fetch`): a backlog still spreads across workers
+        // instead of landing on the first to look, and a busy worker takes what waits in one
+        // round trip, not one each.
+        .batch_size(crate::consumers::FETCH_BATCH)
+        // No per-task lease in Redis: a fetch already moves the job into the worker's own
+        // in-flight set, and a worker whose heartbeats stop has that set re-queued whatever its
+        // leases say. Locking only added a script per job (`acquire_leases`: mark it "Running")
+        // and one per heartbeat to renew it, 1 of 8 round trips a paid call made (issue 12).
+        // Who runs a call is the database's lease (`calls.lease_owner`), which takeover reads.
+        .lock_tasks(false)
 }
 
 /// A Redis connection with a patient response timeout (the library's 500 ms default turns a

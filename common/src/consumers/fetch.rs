@@ -2,16 +2,29 @@
 //!
 //! apalis-redis fetches again as soon as a fetch returned work, so the first worker to look
 //! takes a whole backlog (orphans re-queued after a crash come back as one batch, and the next
-//! crash catches them all again). `FairFetch` arms a consumer for one job per signal: a wake-up
-//! published on the queue's channel (after every push, and after every job a consumer takes,
-//! since more may be waiting) or its own poll tick. Every worker hears the same wake-ups, and a
-//! worker that just took a job waits `COOLDOWN` before it takes another, so the others get
-//! their turn: a backlog drains in rounds of about one job per worker, spread across workers.
-//! A worker holding fewer than `AT_ONCE` jobs takes the next at once: spreading matters for
-//! jobs that hold a worker (a slow model), and a job that ended holds nothing. Without that
-//! exception the cooldown was a ceiling of 100 jobs per second per worker and queue, whatever
-//! the jobs cost (issue 12: one PostgreSQL + Redis worker made 79-83 paid calls/s; with the
-//! exception for an idle worker only, 133, one job at a time).
+//! crash catches them all again). `FairFetch` arms a consumer for one fetch of at most
+//! `FETCH_BATCH` jobs per signal: a wake-up published on the queue's channel (after every push),
+//! its own poll tick, or its own last take (more may be waiting). A worker that just took a job
+//! waits `COOLDOWN` before it takes another once it holds `AT_ONCE`, so the others get their
+//! turn: a backlog drains in rounds spread across workers. Spreading matters for jobs that hold
+//! a worker (a slow model); a job that ended holds nothing, so below `AT_ONCE` the next is taken
+//! at once. Without that exception the cooldown was a ceiling of 100 jobs per second per worker
+//! and queue, whatever the jobs cost (issue 12: one PostgreSQL + Redis worker made 79-83 paid
+//! calls/s; with the exception for an idle worker only, 133, one job at a time).
+//!
+//! A fetch takes up to `FETCH_BATCH` (= `AT_ONCE`) jobs, what a worker may start at once anyway:
+//! under load a worker takes what waits in one round trip instead of one each (issue 12:
+//! `--bin paid` at 64 connections, 593 and 573 paid calls/s fetching one, 637 and 627 fetching
+//! four, 638 and 631 fetching eight; Redis's CPU per call fell by a quarter). The price: jobs a
+//! worker fetched wait for its own turn (its cooldown, or a free slot when it runs
+//! `WORKER_CONCURRENCY` jobs already), at most `FETCH_BATCH - 1` of them; a worker that dies has
+//! them re-queued with the rest of what it held.
+//!
+//! Every worker hears every push's wake-up, so pushed jobs need no further signal. A job found
+//! by a poll tick alone came without one (orphans re-queued after a crash, a delayed job that
+//! fell due, a lost wake-up): the worker that found it announces it on the channel, so the
+//! others look too. It used to announce every job it took, which cost each job a publish and
+//! every worker an empty fetch (issue 12, `redis-cli monitor`: 8 round trips a job, now 5).
 
 use apalis_core::{
     backend::{Backend, BackendConfig, WireFormatBackend},
@@ -96,12 +109,18 @@ pub const COOLDOWN: Duration = Duration::from_millis(10);
 /// (each worker takes this many, then one per `COOLDOWN`), and quick jobs overlap.
 pub const AT_ONCE: usize = 4;
 
-/// A Redis backend (fetching one job at a time: batch size 1) that fetches only when armed.
+/// Jobs one fetch takes at most (apalis-redis's batch size, `queue::redis_config`).
+pub const FETCH_BATCH: usize = AT_ONCE;
+
+/// A Redis backend (fetching up to `FETCH_BATCH` jobs at a time) that fetches only when armed.
 pub struct FairFetch<B> {
     backend: B,
     tick: tokio::time::Interval,
     wake: mpsc::UnboundedReceiver<()>,
     armed: bool,
+    /// Armed by the poll tick alone (no wake-up heard, not its own last find): a job it finds
+    /// came without a signal, so it is announced.
+    tick_only: bool,
     /// Set after taking a job: no fetch before it fires.
     cooldown: Option<Pin<Box<tokio::time::Sleep>>>,
     announce: Announce,
@@ -148,8 +167,8 @@ impl Announce {
 }
 
 impl<B> FairFetch<B> {
-    /// `backend` fetches one job per fetch; `wake` hears the queue's channel (`channel`), and
-    /// `every` is the poll tick that backs it up.
+    /// `backend` fetches up to `FETCH_BATCH` jobs per fetch; `wake` hears the queue's channel
+    /// (`channel`), and `every` is the poll tick that backs it up.
     pub fn new(
         backend: B,
         wake: mpsc::UnboundedReceiver<()>,
@@ -164,6 +183,8 @@ impl<B> FairFetch<B> {
             tick,
             wake,
             armed: true,
+            // At start-up, what it finds (a backlog left while no worker ran) came unsignalled.
+            tick_only: true,
             cooldown: None,
             announce: Announce { conn, channel },
             inner: Arc::default(),
@@ -190,10 +211,14 @@ impl<B: Backend> Backend for FairFetch<B> {
     ) -> Poll<Option<Result<Self::Task, Self::Error>>> {
         // Drain both signals so that each keeps a waker registered.
         while self.tick.poll_tick(cx).is_ready() {
-            self.armed = true;
+            if !self.armed {
+                self.armed = true;
+                self.tick_only = true;
+            }
         }
         while let Poll::Ready(Some(())) = self.wake.poll_recv(cx) {
             self.armed = true;
+            self.tick_only = false;
         }
         // The task is also polled for wake-ups that are not ours (apalis polls a worker's
         // backends together): only a signal, or the inner backend's own wake-up (the answer to
@@ -211,8 +236,8 @@ impl<B: Backend> Backend for FairFetch<B> {
         if let Some(cooldown) = self.cooldown.as_mut() {
             // apalis counts a job from the moment it is handed over until it ends, and wakes
             // the worker when the count falls to zero; the poll tick and wake-ups come anyway.
-            // (No fetch is in flight during a cooldown: it starts when a job was taken, batch
-            // size one.)
+            // (No fetch is in flight during a cooldown: a take comes from a fetch's answer, and
+            // the next fetch starts only once its jobs are taken.)
             if worker.task_count() >= AT_ONCE && cooldown.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
@@ -223,12 +248,18 @@ impl<B: Backend> Backend for FairFetch<B> {
             .backend
             .poll_next(&mut Context::from_waker(&waker), worker);
         match &next {
-            // Disarmed after taking a job: with a batch size of one, the inner backend then
-            // holds nothing and has no fetch in flight, so stopping here abandons nothing.
+            // Armed again after taking a job: the fetch's other jobs are taken from its answer,
+            // and once they are, more may be waiting (a burst's wake-ups arrive while a fetch is
+            // in flight and are spent on it). A cooldown here abandons nothing: the inner
+            // backend has no fetch in flight, and what it holds is this worker's to take.
             Poll::Ready(Some(Ok(_))) => {
                 self.cooldown = Some(Box::pin(tokio::time::sleep(COOLDOWN)));
-                self.announce.send();
-                self.armed = false;
+                if self.tick_only {
+                    self.announce.send();
+                }
+                self.armed = true;
+                self.tick_only = false;
+                cx.waker().wake_by_ref();
             }
             // A fetch in flight (its answer wakes `inner`) or one that came back empty: either
             // way this signal is spent.
