@@ -52,6 +52,13 @@ pub enum LogFormat {
 /// most of the time; with a 2 s model, 32 at once is 16 coaching calls a second per process.
 pub const DEFAULT_WORKER_CONCURRENCY: usize = 32;
 
+/// PostgreSQL connections a process keeps open by default (`DATABASE_POOL_SIZE`). A statement
+/// holds one for a round trip, so a few serve hundreds of paid calls a second; more busy
+/// connections are more server processes taking turns on the same cores. On `--bin paid`'s two
+/// cores (issue 12), 4 and 8 connections per process made 669-685 paid calls/s, 16 made 643-660
+/// and 32 made 615-616, PostgreSQL's CPU per call rising with each step.
+pub const DEFAULT_DATABASE_POOL: u32 = 8;
+
 /// SQLite's `synchronous` level in WAL mode (the README argues the default).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SqliteSync {
@@ -76,6 +83,8 @@ pub struct Config {
     pub database_url: Option<Secret>,
     /// `SQLITE_SYNCHRONOUS`: how hard a SQLite commit is pushed to the disk (see `SqliteSync`).
     pub sqlite_sync: SqliteSync,
+    /// `DATABASE_POOL_SIZE`: PostgreSQL connections this process keeps (1-256; SQLite has one).
+    pub database_pool: u32,
     /// `None`: jobs run in-process on the embedded backend.
     pub redis_url: Option<Secret>,
     /// Prefix of every Redis key and channel, so several deployments can share one Redis.
@@ -239,6 +248,14 @@ impl Config {
         if !(1..=1024).contains(&worker_concurrency) {
             return Err(invalid("WORKER_CONCURRENCY", "must be between 1 and 1024"));
         }
+        let database_pool: u32 = parse_or(
+            "DATABASE_POOL_SIZE",
+            var("DATABASE_POOL_SIZE"),
+            &DEFAULT_DATABASE_POOL.to_string(),
+        )?;
+        if !(1..=256).contains(&database_pool) {
+            return Err(invalid("DATABASE_POOL_SIZE", "must be between 1 and 256"));
+        }
         let sqlite_sync = match var("SQLITE_SYNCHRONOUS").as_deref() {
             None | Some("normal") => SqliteSync::Normal,
             Some("full") => SqliteSync::Full,
@@ -267,6 +284,7 @@ impl Config {
             service_name,
             database_url: var("DATABASE_URL").map(Secret::new),
             sqlite_sync,
+            database_pool,
             redis_url: var("REDIS_URL").map(Secret::new),
             queue_namespace,
             pay_to,

@@ -46,3 +46,33 @@ async fn loopback_connections_are_plain_unless_the_url_asks_for_tls() {
     required.close().await.expect("close");
     default.close().await.expect("close");
 }
+
+/// `DATABASE_POOL_SIZE` bounds the connections a process holds (issue 12: past a few per core,
+/// more connections only made PostgreSQL's processes take turns): twelve statements at once on
+/// a pool of three run on at most three server processes, and on more than one.
+#[tokio::test]
+async fn a_process_holds_at_most_its_pool_size_of_connections() {
+    let test_db = TestDb::on("postgres").await;
+    let mut env = grove_tests::default_env();
+    env.insert("DATABASE_URL".into(), test_db.url.clone());
+    env.insert("DATABASE_POOL_SIZE".into(), "3".into());
+    let config = grove_common::config::Config::from_map(&env).expect("config");
+    let db = grove_common::db::connect(&config).await.expect("db");
+    let statements = (0..12).map(|_| {
+        db.query_one_raw(Statement::from_string(
+            DbBackend::Postgres,
+            "SELECT pg_backend_pid() AS pid, pg_sleep(0.05)::text AS slept",
+        ))
+    });
+    let mut pids = std::collections::BTreeSet::new();
+    for row in futures::future::join_all(statements).await {
+        let row = row.expect("statement").expect("a row");
+        pids.insert(row.try_get::<i32>("", "pid").expect("pid"));
+    }
+    assert!(
+        pids.len() <= 3,
+        "at most the pool's 3 connections: {pids:?}"
+    );
+    assert!(pids.len() > 1, "the statements ran side by side: {pids:?}");
+    db.close().await.expect("close");
+}

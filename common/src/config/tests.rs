@@ -70,6 +70,16 @@ fn sqlite_commits_sync_at_normal_unless_full_is_asked() {
 }
 
 #[test]
+fn the_postgres_pool_is_sized_by_database_pool_size() {
+    assert_eq!(
+        config(&[]).unwrap().database_pool,
+        super::DEFAULT_DATABASE_POOL
+    );
+    let sized = config(&[("DATABASE_POOL_SIZE", "3")]).unwrap();
+    assert_eq!(sized.database_pool, 3);
+}
+
+#[test]
 fn bad_values_name_their_variable() {
     for (k, v) in [
         ("X402_PAY_TO", "0x123"),
@@ -78,6 +88,8 @@ fn bad_values_name_their_variable() {
         ("BIND_ADDR", "nowhere"),
         ("SQLITE_SYNCHRONOUS", "off"),
         ("WORKER_CONCURRENCY", "0"),
+        ("DATABASE_POOL_SIZE", "0"),
+        ("DATABASE_POOL_SIZE", "many"),
     ] {
         let err = config(&[(k, v)]).unwrap_err();
         assert!(err.to_string().starts_with(k), "{err}");

@@ -10,7 +10,7 @@ pub mod reviews;
 pub mod webhook_receipts;
 pub mod write;
 
-use crate::config::{Config, SqliteSync};
+use crate::config::{Config, DEFAULT_DATABASE_POOL, SqliteSync};
 use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr};
 use std::time::Duration;
 
@@ -27,15 +27,20 @@ pub fn url(config: &Config) -> String {
 }
 
 pub async fn connect(config: &Config) -> Result<DatabaseConnection, DbErr> {
-    connect_with(&url(config), config.sqlite_sync).await
+    connect_with(&url(config), config.sqlite_sync, config.database_pool).await
 }
 
 pub async fn connect_url(url: &str) -> Result<DatabaseConnection, DbErr> {
-    connect_with(url, SqliteSync::default()).await
+    connect_with(url, SqliteSync::default(), DEFAULT_DATABASE_POOL).await
 }
 
-/// Connects to `url`; a SQLite database commits at the `sync` level.
-pub async fn connect_with(url: &str, sync: SqliteSync) -> Result<DatabaseConnection, DbErr> {
+/// Connects to `url`: a SQLite database commits at the `sync` level, a PostgreSQL one keeps up
+/// to `pool` connections.
+pub async fn connect_with(
+    url: &str,
+    sync: SqliteSync,
+    pool: u32,
+) -> Result<DatabaseConnection, DbErr> {
     let sqlite = url.starts_with("sqlite:");
     if sqlite {
         ensure_sqlite_dir(url);
@@ -47,9 +52,10 @@ pub async fn connect_with(url: &str, sync: SqliteSync) -> Result<DatabaseConnect
     // with 2; issue 12, `grove.sh`). Single statements run on sqlx's thread for the connection;
     // write transactions on a file run on a connection of their own (`write::own`), the only
     // other one, so that the paid path's writes all stay on one connection and its page cache.
+    // PostgreSQL gets `pool` (`DATABASE_POOL_SIZE`, sized in `config::DEFAULT_DATABASE_POOL`).
     let mut options = ConnectOptions::new(url.to_owned());
     options
-        .max_connections(if sqlite { 1 } else { 16 })
+        .max_connections(if sqlite { 1 } else { pool })
         .min_connections(1)
         .connect_timeout(Duration::from_secs(10))
         .acquire_timeout(Duration::from_secs(10))

@@ -232,7 +232,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("grove-own-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).expect("dir");
         let url = format!("sqlite://{}/t.db?mode=rwc", dir.display());
-        let db = crate::db::connect_with(&url, sync).await.expect("db");
+        let db = crate::db::connect_with(&url, sync, 1).await.expect("db");
         let own = of(&db)
             .await
             .expect("open")
