@@ -240,22 +240,18 @@ impl Config {
                 "must be between 1 and 59 seconds",
             ));
         }
-        let worker_concurrency: usize = parse_or(
+        let worker_concurrency: usize = count_between(
             "WORKER_CONCURRENCY",
             var("WORKER_CONCURRENCY"),
-            &DEFAULT_WORKER_CONCURRENCY.to_string(),
+            DEFAULT_WORKER_CONCURRENCY,
+            1024,
         )?;
-        if !(1..=1024).contains(&worker_concurrency) {
-            return Err(invalid("WORKER_CONCURRENCY", "must be between 1 and 1024"));
-        }
-        let database_pool: u32 = parse_or(
+        let database_pool: u32 = count_between(
             "DATABASE_POOL_SIZE",
             var("DATABASE_POOL_SIZE"),
-            &DEFAULT_DATABASE_POOL.to_string(),
+            DEFAULT_DATABASE_POOL,
+            256,
         )?;
-        if !(1..=256).contains(&database_pool) {
-            return Err(invalid("DATABASE_POOL_SIZE", "must be between 1 and 256"));
-        }
         let sqlite_sync = match var("SQLITE_SYNCHRONOUS").as_deref() {
             None | Some("normal") => SqliteSync::Normal,
             Some("full") => SqliteSync::Full,
@@ -351,6 +347,23 @@ fn parse_or<T: FromStr>(
     let raw = value.unwrap_or_else(|| default.to_owned());
     raw.parse()
         .map_err(|_| invalid(name, format!("could not parse {raw:?}")))
+}
+
+/// A count from 1 to `max`, `default` when unset.
+fn count_between<T>(
+    name: &'static str,
+    value: Option<String>,
+    default: T,
+    max: T,
+) -> Result<T, ConfigError>
+where
+    T: FromStr + PartialOrd + From<u8> + std::fmt::Display,
+{
+    let n: T = parse_or(name, value, &default.to_string())?;
+    if n < T::from(1) || n > max {
+        return Err(invalid(name, format!("must be between 1 and {max}")));
+    }
+    Ok(n)
 }
 
 /// Payment payloads (and, with CDP, bearer tokens) travel to the facilitator: in production only
