@@ -34,7 +34,11 @@ use chrono::{DateTime, Duration, Utc};
 use decide::decide;
 use futures::future::join_all;
 use grove_common::config::SettlementMode;
-use grove_common::db::{calls, entities::payment, payments::status as pay_status};
+use grove_common::db::{
+    calls,
+    entities::payment,
+    payments::{self, status as pay_status},
+};
 use sea_orm::{
     ColumnTrait, DbErr, EntityTrait, ExprTrait, QueryFilter, QueryOrder, QuerySelect,
     sea_query::Expr,
@@ -116,7 +120,7 @@ async fn reservations_left_unknown(state: &AppState, now: DateTime<Utc>) -> Resu
         .col_expr(payment::Column::Status, Expr::value(pay_status::UNKNOWN))
         .col_expr(payment::Column::NextCheckAt, Expr::value(now))
         .col_expr(payment::Column::UpdatedAt, Expr::value(now))
-        .filter(payment::Column::Status.eq(pay_status::RESERVED))
+        .filter(payments::status_is(pay_status::RESERVED))
         .filter(payment::Column::UpdatedAt.lt(cutoff))
         .exec(&state.db)
         .await?;
@@ -136,7 +140,7 @@ pub async fn pass(state: &AppState, started_at: DateTime<Utc>) -> Result<PassSta
     let now = state.clock.wall();
     reservations_left_unknown(state, now).await?;
     let due = payment::Entity::find()
-        .filter(payment::Column::Status.eq(pay_status::UNKNOWN))
+        .filter(payments::status_is(pay_status::UNKNOWN))
         .filter(payment::Column::NextCheckAt.lte(now))
         .order_by_asc(payment::Column::NextCheckAt)
         .limit(BATCH)
