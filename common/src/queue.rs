@@ -142,7 +142,7 @@ pub fn redis_config(queue: &str) -> apalis_redis::Config {
         // No per-task lease in Redis: a fetch already moves the job into the worker's own
         // in-flight set, and a worker whose heartbeats stop has that set re-queued whatever its
         // leases say. Locking only added a script per job (`acquire_leases`: mark it "Running")
-        // and one per heartbeat to renew it, 1 of 8 round trips a paid call made (issue 12).
+        // and one per heartbeat to renew it (issue 12).
         // Who runs a call is the database's lease (`calls.lease_owner`), which takeover reads.
         .lock_tasks(false)
 }
