@@ -6,6 +6,7 @@
 use grove_common::{
     clock::{Clock, SystemClock},
     config::Config,
+    doctor::{Check, Report},
 };
 use grove_http::{BackEnd, Foundation};
 use std::sync::Arc;
@@ -39,6 +40,36 @@ pub async fn build_with_clock(
         None => embedded(&foundation).await?,
     };
     Ok(Application::build(foundation, back_end).await?)
+}
+
+/// `api check`: the api's own dependencies, and the model's and Twilio's when this process runs
+/// the jobs (no `REDIS_URL`); with Redis, the workers call them and `worker check` probes them.
+pub async fn check(config: &Config) -> Report {
+    let mut report = Report::default();
+    report.extend(grove_http::doctor::checks(config).await);
+    if config.redis_url.is_some() {
+        report.push(Check::skip(
+            "model and SMS",
+            "jobs run in `worker` processes: run `worker check` where they run",
+        ));
+    } else {
+        report.extend(embedded_providers(config).await);
+    }
+    report
+}
+
+#[cfg(feature = "embedded")]
+async fn embedded_providers(config: &Config) -> Vec<Check> {
+    grove_worker::doctor::providers(config).await
+}
+
+#[cfg(not(feature = "embedded"))]
+async fn embedded_providers(_: &Config) -> Vec<Check> {
+    vec![Check::fail(
+        "jobs",
+        "REDIS_URL is not set and this build has no embedded worker",
+        "set REDIS_URL and run `worker` processes",
+    )]
 }
 
 /// Starts the worker in this process, on in-memory queues; it stops with the server.

@@ -2,6 +2,7 @@
 //! library only: the `api` binary is the `grove` package's, which composes it with a back end.
 
 mod app;
+pub mod doctor;
 mod error;
 mod extract;
 mod mcp;

@@ -3,6 +3,8 @@
 
 pub use sea_orm_migration::prelude::*;
 
+pub mod check;
+
 mod m20261122_000001_paid_calls;
 mod m20261122_000002_review_requests;
 mod m20261123_000003_settlement;

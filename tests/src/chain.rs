@@ -96,6 +96,12 @@ impl Chain {
 
     /// With extra anvil arguments (`--block-time 2`).
     pub async fn start_with(args: &[&str]) -> Option<Self> {
+        Self::start_on_chain(grove_common::x402::CHAIN_ID, args).await
+    }
+
+    /// A chain that answers `eth_chainId` with `chain_id` (another chain than Base, for tests of
+    /// what refuses it), the token still at USDC's address.
+    pub async fn start_on_chain(chain_id: u64, args: &[&str]) -> Option<Self> {
         let tools = match tools() {
             Ok(tools) => tools,
             Err(why) => {
@@ -112,7 +118,14 @@ impl Chain {
             }
         };
         let mut child = Command::new(&tools.anvil)
-            .args(["--chain-id", "8453", "--host", "127.0.0.1", "--port", "0"])
+            .args([
+                "--chain-id",
+                &chain_id.to_string(),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+            ])
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -2,6 +2,8 @@
 //! per test, recording every request and counting calls (tests assert exactly how often money
 //! would have moved).
 
+mod probe;
+
 use crate::cdp::{self, CdpPublicKey};
 use axum::{
     Json, Router,
@@ -72,6 +74,8 @@ struct Inner {
     requests: Mutex<Vec<Value>>,
     auth_seen: Mutex<Vec<Option<String>>>,
     calls: AtomicUsize,
+    /// What `/supported` lists (`None`: exact on Base, `probe::supported`).
+    supported: Mutex<Option<Vec<Value>>>,
 }
 
 /// What CDP's facilitator checks: a bearer token signed by this key, for this request.
@@ -112,6 +116,8 @@ impl FakeFacilitator {
         let inner = Arc::new(Inner::default());
         let app = Router::new()
             .route("/settle", post(settle))
+            .route("/supported", axum::routing::get(probe::supported))
+            .route("/verify", post(probe::verify))
             .with_state(inner.clone());
         let (url, stop) = crate::serve_loopback(app).await;
         Self {

@@ -62,6 +62,8 @@ pub enum Reply {
         retry_after_s: u64,
     },
     ServerError,
+    /// 400 as OpenAI answers a model without structured outputs: `json_schema` not supported.
+    StructuredUnsupported,
 }
 
 #[derive(Default)]
@@ -213,6 +215,11 @@ async fn openai(State(inner): State<Arc<Inner>>, Json(body): Json<Value>) -> Res
             StatusCode::TOO_MANY_REQUESTS,
             [("retry-after", retry_after_s.to_string())],
             Json(json!({"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}})),
+        )
+            .into_response(),
+        Err(Reply::StructuredUnsupported) => (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": {"message": "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.", "type": "invalid_request_error", "param": "response_format", "code": null}})),
         )
             .into_response(),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": {"message": "The server had an error", "type": "server_error", "code": null}}))).into_response(),

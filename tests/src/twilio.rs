@@ -5,6 +5,7 @@
 //! `webhook` builds the form posts Twilio sends us (status callbacks, inbound messages) and
 //! signs them.
 
+mod account;
 mod webhook;
 
 pub use webhook::{InboundSms, StatusCallback, message_sid, sign_webhook};
@@ -118,6 +119,18 @@ impl FakeTwilio {
         });
         let app = Router::new()
             .route("/2010-04-01/Accounts/{sid}/Messages.json", post(create))
+            .route(
+                "/2010-04-01/Accounts/{file}",
+                axum::routing::get(account::account),
+            )
+            .route(
+                "/2010-04-01/Accounts/{sid}/IncomingPhoneNumbers.json",
+                axum::routing::get(account::incoming_numbers),
+            )
+            .route(
+                "/v1/Services/{sid}",
+                axum::routing::get(account::messaging_service),
+            )
             .with_state(inner.clone());
         let (url, stop) = crate::serve_loopback(app).await;
         Self {

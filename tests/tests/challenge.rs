@@ -154,6 +154,42 @@ async fn without_a_model_coaching_is_not_sold_but_the_action_is() {
     assert_eq!(r.status(), 402);
 }
 
+/// Only a process that calls the model needs its key: the api of the distributed mode (jobs in
+/// `worker` processes, over Redis) sells coaching without `LLM_API_KEY`; the api running jobs
+/// itself refuses to start without it, naming the variable.
+#[tokio::test]
+async fn the_api_sells_coaching_without_a_model_key_when_workers_call_the_model() {
+    let namespace = grove_tests::paid::namespace();
+    let app = spawn_app_with(
+        &[
+            ("LLM_PROVIDER", "anthropic"),
+            ("REDIS_URL", grove_tests::paid::REDIS_URL),
+            ("QUEUE_NAMESPACE", &namespace),
+        ],
+        &["LLM_BASE_URL", "LLM_API_KEY"],
+    )
+    .await;
+    let r = app
+        .post_json(
+            "/api/v1/agents/mary/call",
+            &coaching_body("diagnose_growth"),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status(), 402);
+
+    let db = grove_tests::TestDb::new().await;
+    let mut env = grove_tests::default_env();
+    env.insert("LLM_PROVIDER".into(), "anthropic".into());
+    env.remove("LLM_BASE_URL");
+    env.insert("DATABASE_URL".into(), db.url.clone());
+    let config = grove_common::config::Config::from_map(&env).expect("configuration is valid");
+    let Err(e) = grove::build(config).await else {
+        panic!("the api that runs jobs itself started without LLM_API_KEY");
+    };
+    assert!(e.to_string().contains("LLM_API_KEY"), "{e}");
+}
+
 #[tokio::test]
 async fn an_invalid_body_gets_its_error_never_a_challenge() {
     let app = spawn_app().await;

@@ -2,6 +2,7 @@
 //! clients, and the runtime that runs them against Redis or in-process.
 
 pub mod coaching;
+pub mod doctor;
 pub mod envelope;
 pub mod health;
 pub mod in_flight;
@@ -40,6 +41,8 @@ pub enum WorkerError {
     Schema(#[from] grove_common::schema::SchemaError),
     #[error("model provider: {0}")]
     Llm(#[from] llm::LlmError),
+    #[error("configuration: {0}")]
+    Config(#[from] grove_common::config::ConfigError),
     #[error(transparent)]
     Runtime(#[from] runtime::RuntimeError),
     #[error("SMS provider: {0}")]
@@ -77,6 +80,7 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
     } = parts;
     let engine = match &config.llm {
         Some(llm_config) => {
+            llm_config.require_key()?;
             let provider = llm::from_config(llm_config, llm::RetryPolicy::LLM)?;
             Some(coaching::Engine::new(
                 provider,

@@ -7,6 +7,7 @@
 //! after a nonce collision and to call any doubt "unknown" rather than guess.
 
 mod authorization;
+mod facts;
 mod follow;
 mod lookup;
 mod rpc;

@@ -7,6 +7,7 @@
 //! status; their reason strings are opaque and passed on as they are.
 
 mod http;
+mod probe;
 
 pub use http::HttpFacilitator;
 

@@ -68,6 +68,24 @@ impl LlmConfig {
     }
 }
 
+impl LlmConfig {
+    /// Fails when this provider needs `LLM_API_KEY` and none is set. Hosted APIs need a key; a
+    /// self-hosted OpenAI-compatible server at `LLM_BASE_URL` may not. Asked by every process
+    /// that builds a model client (a `worker`, or the api running jobs in-process), not by
+    /// configuration itself: the api of the distributed mode never calls the model.
+    pub fn require_key(&self) -> Result<(), ConfigError> {
+        let (default_url, _) = defaults(self.provider);
+        let needs_key = self.provider == LlmProviderKind::Anthropic || self.base_url == default_url;
+        if needs_key && self.api_key.is_none() {
+            return Err(invalid(
+                "LLM_API_KEY",
+                "required for this LLM_PROVIDER in a process that calls the model",
+            ));
+        }
+        Ok(())
+    }
+}
+
 fn defaults(provider: LlmProviderKind) -> (&'static str, &'static str) {
     match provider {
         LlmProviderKind::OpenAi => ("https://api.openai.com/v1", "gpt-4o-mini"),
@@ -93,11 +111,8 @@ pub(super) fn read(
     };
     let base_url = var("LLM_BASE_URL");
     let api_key = var("LLM_API_KEY").map(Secret::new);
-    // Hosted APIs need a key; a self-hosted OpenAI-compatible server at LLM_BASE_URL may not.
-    let needs_key = provider == LlmProviderKind::Anthropic || base_url.is_none();
-    if needs_key && api_key.is_none() {
-        return Err(invalid("LLM_API_KEY", "required for this LLM_PROVIDER"));
-    }
+    // Hosted APIs need a key (`LlmConfig::require_key`), but only in a process that calls the
+    // model: an api whose jobs run in `worker` processes sells coaching without one.
     let (default_url, _) = defaults(provider);
     let mut config = LlmConfig::new(
         provider,

@@ -94,8 +94,21 @@ fn bad_values_name_their_variable() {
         let err = config(&[(k, v)]).unwrap_err();
         assert!(err.to_string().starts_with(k), "{err}");
     }
-    let err = config(&[("LLM_PROVIDER", "anthropic")]).unwrap_err();
+    // A hosted model's key is required where the model is called, not by configuration.
+    let llm = config(&[("LLM_PROVIDER", "anthropic")])
+        .expect("parses without a key")
+        .llm
+        .expect("a provider");
+    let err = llm.require_key().unwrap_err();
     assert!(err.to_string().starts_with("LLM_API_KEY"));
+    let self_hosted = config(&[
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_BASE_URL", "http://127.0.0.1:8000/v1"),
+    ])
+    .expect("parses")
+    .llm
+    .expect("a provider");
+    assert_eq!(self_hosted.require_key(), Ok(()));
 }
 
 #[test]

@@ -154,6 +154,12 @@ impl LlmResponse {
 pub trait LlmProvider: Send + Sync {
     /// A stable label for logs and metrics: `openai` or `anthropic`.
     fn name(&self) -> &'static str;
+    /// Whether the provider itself holds answers to the schema, in the way this client asks now
+    /// (after any step down): `false` means the schema is only in the prompt or only JSON is
+    /// guaranteed, and answers are checked after the fact. The doctor reports it.
+    fn enforces_schema(&self) -> bool {
+        true
+    }
     async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError>;
 }
 

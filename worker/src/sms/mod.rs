@@ -8,6 +8,7 @@
 mod error;
 mod outbox;
 mod twilio;
+pub mod twilio_probe;
 
 pub use crate::retry::RetryPolicy;
 pub use error::SmsError;

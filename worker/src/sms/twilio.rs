@@ -30,6 +30,23 @@ pub struct TwilioProvider {
     retry: RetryPolicy,
 }
 
+/// HTTP Basic auth with the account sid and auth token, marked sensitive so no header dump can
+/// print the token.
+pub(super) fn basic_auth(config: &TwilioConfig) -> Result<HeaderValue, SmsError> {
+    let config_error = |message: &str| SmsError::Config {
+        message: message.to_owned(),
+    };
+    let token = config.auth_token.expose();
+    if token.is_empty() {
+        return Err(config_error("TWILIO_AUTH_TOKEN is empty"));
+    }
+    let credentials = STANDARD.encode(format!("{}:{token}", config.account_sid));
+    let mut authorization = HeaderValue::from_str(&format!("Basic {credentials}"))
+        .map_err(|_| config_error("TWILIO_AUTH_TOKEN cannot be sent in a header"))?;
+    authorization.set_sensitive(true);
+    Ok(authorization)
+}
+
 impl TwilioProvider {
     /// Fails on settings that could never send: a malformed account sid or base URL, an empty
     /// token, no sender.
@@ -44,14 +61,7 @@ impl TwilioProvider {
                 "TWILIO_ACCOUNT_SID must be letters and digits (AC…)",
             ));
         }
-        let token = config.auth_token.expose();
-        if token.is_empty() {
-            return Err(config_error("TWILIO_AUTH_TOKEN is empty"));
-        }
-        let credentials = STANDARD.encode(format!("{sid}:{token}"));
-        let mut authorization = HeaderValue::from_str(&format!("Basic {credentials}"))
-            .map_err(|_| config_error("TWILIO_AUTH_TOKEN cannot be sent in a header"))?;
-        authorization.set_sensitive(true);
+        let authorization = basic_auth(config)?;
 
         let base = config.base_url.trim_end_matches('/');
         let url = format!("{base}/2010-04-01/Accounts/{sid}/Messages.json");

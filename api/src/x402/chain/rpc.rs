@@ -71,7 +71,7 @@ impl Rpc {
 /// Reads USDC's `authorizationState` through `BASE_RPC_URL` (reconciliation, x402 notes §7.2).
 #[derive(Clone)]
 pub struct ChainReader {
-    rpc: Rpc,
+    pub(super) rpc: Rpc,
 }
 
 impl ChainReader {

@@ -17,13 +17,15 @@ const EXCERPT_CHARS: usize = 200;
 
 /// `POST {base}/settle` over HTTPS with an explicit timeout and an optional auth header.
 pub struct HttpFacilitator {
+    /// `X402_FACILITATOR_URL` without a trailing slash (the doctor asks `{base}/supported`).
+    pub(super) base_url: String,
     settle_url: String,
-    auth: Auth,
-    client: reqwest::Client,
+    pub(super) auth: Auth,
+    pub(super) client: reqwest::Client,
 }
 
 /// Where each request's `Authorization` header comes from.
-enum Auth {
+pub(super) enum Auth {
     None,
     /// `X402_FACILITATOR_AUTH`, sent as it is.
     Static(HeaderValue),
@@ -36,13 +38,31 @@ enum Auth {
 
 impl Auth {
     /// Which variables the credentials come from, for an error a person acts on.
-    fn kind(&self) -> &'static str {
+    pub(super) fn kind(&self) -> &'static str {
         match self {
             Auth::None => {
                 "none configured (X402_FACILITATOR_AUTH or CDP_API_KEY_ID/CDP_API_KEY_SECRET)"
             }
             Auth::Static(_) => "X402_FACILITATOR_AUTH",
             Auth::Cdp { .. } => "CDP_API_KEY_ID/CDP_API_KEY_SECRET",
+        }
+    }
+
+    /// Whether any credentials are configured.
+    pub(super) fn is_some(&self) -> bool {
+        !matches!(self, Auth::None)
+    }
+
+    /// The `Authorization` header for `method url` (a CDP token names the request it is for).
+    pub(super) fn header_for(&self, method: &str, url: &str) -> Option<HeaderValue> {
+        match self {
+            Auth::None => None,
+            Auth::Static(value) => Some(value.clone()),
+            Auth::Cdp { signer, .. } => {
+                let url = reqwest::Url::parse(url).ok()?;
+                let uri = crate::x402::cdp::request_uri(method, &url)?;
+                signer.authorization(&uri).ok()
+            }
         }
     }
 }
@@ -109,6 +129,7 @@ impl HttpFacilitator {
             .build()
             .map_err(|e| FacilitatorError::Transport(e.without_url().to_string()))?;
         Ok(Self {
+            base_url: base_url.trim_end_matches('/').to_owned(),
             settle_url: settle_url(base_url),
             auth,
             client,

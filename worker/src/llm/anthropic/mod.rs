@@ -145,6 +145,11 @@ impl LlmProvider for AnthropicProvider {
         "anthropic"
     }
 
+    /// Forced tool use holds the answer to the schema as `output_config` does.
+    fn enforces_schema(&self) -> bool {
+        !self.prompt_only
+    }
+
     #[tracing::instrument(name = "llm.complete", skip_all, fields(provider = "anthropic", model = %self.model, schema = %request.schema_name))]
     async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let mut attempts = 0;

@@ -194,6 +194,10 @@ impl LlmProvider for OpenAiProvider {
         "openai"
     }
 
+    fn enforces_schema(&self) -> bool {
+        self.structured.current() == StructuredOutput::Strict
+    }
+
     #[tracing::instrument(name = "llm.complete", skip_all, fields(provider = "openai", model = %self.model, schema = %request.schema_name))]
     async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let mut attempts = 0;
