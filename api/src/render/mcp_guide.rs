@@ -11,7 +11,7 @@ use grove_common::{
 /// The arguments of the example tool call (`diagnose_growth`, coach Mary): the HTTP example
 /// body without `mode`, with a coach and an idempotency key.
 pub(super) const EXAMPLE_TOOL: &str = "diagnose_growth";
-pub(super) const EXAMPLE_ARGUMENTS: &str = r#"{"coach":"mary","messages":[{"role":"user","content":"We run a 4-person bookkeeping firm. 30 leads a month, we close 5. How do we grow?"}],"context":{"metrics":{"leads_per_month":30,"close_rate_pct":16.7}},"idempotency_key":"my-unique-key-1"}"#;
+pub(super) const EXAMPLE_ARGUMENTS: &str = r#"{"coach":"mary","messages":[{"role":"user","content":"Revenue has been flat for six months. Clients pay $500 a month on average."}],"context":{"company":{"what_they_sell":"Monthly bookkeeping for small firms"},"metrics":{"monthly_revenue_usd":42000,"leads_per_month":20,"close_rate_pct":45}},"idempotency_key":"my-unique-key-1"}"#;
 
 fn url(config: &Config) -> String {
     config.absolute(paths::MCP)

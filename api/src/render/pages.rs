@@ -96,7 +96,7 @@ curl -si -X POST {base}{url} \\\n  -H 'content-type: application/json' \\\n  -H 
     )
 }
 
-pub(super) const EXAMPLE_COACHING_BODY: &str = r#"{"mode":"diagnose_growth","messages":[{"role":"user","content":"We run a 4-person bookkeeping firm. 30 leads a month, we close 5. How do we grow?"}],"context":{"metrics":{"leads_per_month":30,"close_rate_pct":16.7}}}"#;
+pub(super) const EXAMPLE_COACHING_BODY: &str = r#"{"mode":"diagnose_growth","messages":[{"role":"user","content":"Revenue has been flat for six months. Clients pay $500 a month on average."}],"context":{"company":{"what_they_sell":"Monthly bookkeeping for small firms"},"metrics":{"monthly_revenue_usd":42000,"leads_per_month":20,"close_rate_pct":45}}}"#;
 
 /// The coach the guides' examples call (its mode in the example body is one it offers).
 pub(super) const EXAMPLE_COACH: CoachId = CoachId::Mary;
