@@ -10,3 +10,4 @@ pub mod payload;
 pub mod payment;
 pub mod rejection;
 pub mod settle;
+pub mod smart_wallet;
