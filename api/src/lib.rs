@@ -34,5 +34,5 @@ pub use x402::settle::{
     Settler,
 };
 pub use x402::smart_wallet::{
-    ERC6492_SUFFIX, WalletAnswer, WalletCheckError, WalletSignature, WalletVerifier,
+    Deployment, ERC6492_SUFFIX, WalletAnswer, WalletCheckError, WalletSignature, WalletVerifier,
 };
