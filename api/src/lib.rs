@@ -33,6 +33,5 @@ pub use x402::settle::{
     AuthorizationQuery, AuthorizationReader, AuthorizationState, SentTransaction, SettleOutcome,
     Settler,
 };
-pub use x402::smart_wallet::{
-    Deployment, ERC6492_SUFFIX, WalletAnswer, WalletCheckError, WalletSignature, WalletVerifier,
-};
+pub use x402::signature::{Deployment, ERC6492_SUFFIX, WalletSignature};
+pub use x402::smart_wallet::{WalletAnswer, WalletCheckError, WalletVerifier};

@@ -10,7 +10,7 @@ use super::{
     facilitator::SettleRequest,
     payload::{PayloadV1, PayloadV2, PaymentPayload, field, malformed, parse_address, parse_uint},
     rejection::PaymentRejection,
-    smart_wallet::Signed,
+    signature::Signed,
 };
 use alloy_primitives::{Address, B256, U256, hex};
 use axum::http::HeaderMap;

@@ -1,15 +1,28 @@
 //! The signed EIP-3009 authorization inside a payment payload, as `transferWithAuthorization`'s
 //! arguments, and the refusal reasons that USDC's revert messages map to.
 
-use super::{USDC, wallet};
+use super::{IUsdc, USDC};
 use crate::x402::{
     eip3009::{self, TransferWithAuthorization},
     facilitator::SettleRequest,
     settle::AuthorizationQuery,
-    smart_wallet::{self, Deployment},
+    signature::{self, Deployment},
 };
 use alloy_primitives::{Address, B256, Bytes, U256};
+use alloy_sol_types::{SolCall, sol};
 use serde_json::Value;
+
+sol! {
+    /// FiatToken v2.2's overload for signatures of any length (its `SignatureChecker` asks a
+    /// payer with code through ERC-1271).
+    interface IUsdcBytes {
+        function transferWithAuthorization(
+            address from, address to, uint256 value,
+            uint256 validAfter, uint256 validBefore, bytes32 nonce,
+            bytes signature
+        ) external;
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Authorization {
@@ -112,10 +125,8 @@ impl Authorization {
     /// USDC's `transferWithAuthorization` in the overload the signature takes.
     pub fn calldata(&self) -> Bytes {
         match &self.signature {
-            PayerSignature::Ecdsa { v, r, s } => wallet::transfer_with_vrs(self, *v, *r, *s),
-            PayerSignature::Wallet { signature, .. } => {
-                wallet::transfer_with_bytes(self, signature)
-            }
+            PayerSignature::Ecdsa { v, r, s } => transfer_with_vrs(self, *v, *r, *s),
+            PayerSignature::Wallet { signature, .. } => transfer_with_bytes(self, signature),
         }
         .into()
     }
@@ -143,7 +154,7 @@ impl PayerSignature {
                 s: B256::from_slice(&rs[32..64]),
             });
         }
-        Ok(match smart_wallet::unwrap_erc6492(signature) {
+        Ok(match signature::unwrap_erc6492(signature) {
             Some(Ok((signature, deployment))) => Self::Wallet {
                 signature,
                 deployment: Some(deployment),
@@ -155,6 +166,36 @@ impl PayerSignature {
             },
         })
     }
+}
+
+/// USDC's `transferWithAuthorization` with the signature as bytes (FiatToken v2.2).
+fn transfer_with_bytes(auth: &Authorization, signature: &Bytes) -> Vec<u8> {
+    IUsdcBytes::transferWithAuthorizationCall {
+        from: auth.from,
+        to: auth.to,
+        value: auth.value,
+        validAfter: auth.valid_after,
+        validBefore: auth.valid_before,
+        nonce: auth.nonce,
+        signature: signature.clone(),
+    }
+    .abi_encode()
+}
+
+/// USDC's (v, r, s) overload, for an EOA's signature.
+fn transfer_with_vrs(auth: &Authorization, v: u8, r: B256, s: B256) -> Vec<u8> {
+    IUsdc::transferWithAuthorizationCall {
+        from: auth.from,
+        to: auth.to,
+        value: auth.value,
+        validAfter: auth.valid_after,
+        validBefore: auth.valid_before,
+        nonce: auth.nonce,
+        v,
+        r,
+        s,
+    }
+    .abi_encode()
 }
 
 /// A USDC revert message as a refusal reason: the three a client can act on get stable codes
@@ -185,7 +226,6 @@ pub fn refusal_reason(revert: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloy_sol_types::SolCall;
     use serde_json::json;
 
     fn request(signature: &str, pay_to: &str) -> SettleRequest {
@@ -254,7 +294,7 @@ mod tests {
         );
         assert_eq!(
             selector(&auth),
-            super::super::IUsdc::transferWithAuthorizationCall::SELECTOR
+            IUsdc::transferWithAuthorizationCall::SELECTOR
         );
     }
 
@@ -273,7 +313,7 @@ mod tests {
         );
         assert_eq!(
             selector(&auth),
-            wallet::IUsdcBytes::transferWithAuthorizationCall::SELECTOR
+            IUsdcBytes::transferWithAuthorizationCall::SELECTOR
         );
         assert_eq!(auth.deployment(), None);
     }
@@ -284,7 +324,7 @@ mod tests {
         let factory = Address::repeat_byte(0xfa);
         let inner = Bytes::from(vec![7u8; 90]);
         let mut sig = (factory, Bytes::from_static(&[1, 2]), inner.clone()).abi_encode_params();
-        sig.extend_from_slice(&smart_wallet::ERC6492_SUFFIX);
+        sig.extend_from_slice(&signature::ERC6492_SUFFIX);
         let auth = Authorization::from_request(&request(
             &alloy_primitives::hex::encode_prefixed(&sig),
             PAY_TO,
@@ -295,7 +335,7 @@ mod tests {
             calldata: Bytes::from_static(&[1, 2]),
         };
         assert_eq!(auth.deployment(), Some(&deployment));
-        let expected = wallet::IUsdcBytes::transferWithAuthorizationCall {
+        let expected = IUsdcBytes::transferWithAuthorizationCall {
             from: auth.from,
             to: auth.to,
             value: auth.value,
@@ -315,7 +355,7 @@ mod tests {
             Authorization::from_request(&request(&sig, other)),
             Err("recipient_mismatch")
         );
-        let suffix_only = alloy_primitives::hex::encode_prefixed(smart_wallet::ERC6492_SUFFIX);
+        let suffix_only = alloy_primitives::hex::encode_prefixed(signature::ERC6492_SUFFIX);
         assert_eq!(
             Authorization::from_request(&request(&suffix_only, PAY_TO)),
             Err("invalid_signature")

@@ -9,13 +9,14 @@
 //! successful receipt means the money moved, and reconciliation follows one transaction as it
 //! does for any payer. The simulation before sending runs the same two calls.
 
-use super::{ChainError, IUsdc, Rpc, SelfSettler, USDC, authorization::Authorization};
+use super::{ChainError, Rpc, SelfSettler, USDC, authorization::Authorization};
 use crate::x402::{
     settle::SettleOutcome,
-    smart_wallet::{Deployment, ERC1271_MAGIC, WalletAnswer, WalletSignature, WalletVerifier},
+    signature::{Deployment, WalletSignature},
+    smart_wallet::{ERC1271_MAGIC, WalletAnswer, WalletVerifier},
 };
 use alloy_network::TransactionBuilder;
-use alloy_primitives::{Address, Bytes, address};
+use alloy_primitives::{Address, address};
 use alloy_provider::Provider;
 use alloy_rpc_types_eth::TransactionRequest;
 use alloy_sol_types::{SolCall, sol};
@@ -39,16 +40,6 @@ sol! {
             bytes returnData;
         }
         function aggregate3(Call3[] calldata calls) external payable returns (Result[] memory returnData);
-    }
-
-    /// FiatToken v2.2's overload for signatures of any length (its `SignatureChecker` asks a
-    /// payer with code through ERC-1271).
-    interface IUsdcBytes {
-        function transferWithAuthorization(
-            address from, address to, uint256 value,
-            uint256 validAfter, uint256 validBefore, bytes32 nonce,
-            bytes signature
-        ) external;
     }
 }
 
@@ -220,41 +211,6 @@ impl SelfSettler {
             .with_to(MULTICALL3)
             .with_input(IMulticall3::aggregate3Call { calls }.abi_encode()))
     }
-}
-
-/// USDC's `transferWithAuthorization` with the signature as bytes (FiatToken v2.2).
-pub(super) fn transfer_with_bytes(auth: &Authorization, signature: &Bytes) -> Vec<u8> {
-    IUsdcBytes::transferWithAuthorizationCall {
-        from: auth.from,
-        to: auth.to,
-        value: auth.value,
-        validAfter: auth.valid_after,
-        validBefore: auth.valid_before,
-        nonce: auth.nonce,
-        signature: signature.clone(),
-    }
-    .abi_encode()
-}
-
-/// USDC's (v, r, s) overload, for an EOA's signature.
-pub(super) fn transfer_with_vrs(
-    auth: &Authorization,
-    v: u8,
-    r: alloy_primitives::B256,
-    s: alloy_primitives::B256,
-) -> Vec<u8> {
-    IUsdc::transferWithAuthorizationCall {
-        from: auth.from,
-        to: auth.to,
-        value: auth.value,
-        validAfter: auth.valid_after,
-        validBefore: auth.valid_before,
-        nonce: auth.nonce,
-        v,
-        r,
-        s,
-    }
-    .abi_encode()
 }
 
 #[cfg(test)]
