@@ -20,7 +20,9 @@ mod x402;
 pub use app::{Application, BackEnd, Foundation, StartError};
 pub use error::ApiError;
 pub use x402::cdp::CdpSigner;
-pub use x402::chain::{ChainError, ChainReader, IUsdc, SelfSettler, USDC};
+pub use x402::chain::{
+    ChainError, ChainReader, ChainWallets, IUsdc, MULTICALL3, SelfSettler, USDC,
+};
 pub use x402::facilitator::{
     Facilitator, FacilitatorError, HttpFacilitator, LocalFacilitator, SettleRequest,
     SettleResponse, requirements_for,
@@ -32,3 +34,5 @@ pub use x402::settle::{
     AuthorizationQuery, AuthorizationReader, AuthorizationState, SentTransaction, SettleOutcome,
     Settler,
 };
+pub use x402::signature::{Deployment, ERC6492_SUFFIX, WalletSignature};
+pub use x402::smart_wallet::{WalletAnswer, WalletCheckError, WalletVerifier};

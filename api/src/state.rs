@@ -3,7 +3,10 @@
 use crate::{
     metrics::Metrics,
     render::Published,
-    x402::settle::{AuthorizationReader, Settler},
+    x402::{
+        settle::{AuthorizationReader, Settler},
+        smart_wallet::WalletVerifier,
+    },
 };
 use grove_common::{
     clock::Clock, completion::Completions, config::Config, queue::JobQueue, schema::SchemaRegistry,
@@ -27,6 +30,9 @@ pub struct Inner {
     pub settler: Arc<dyn Settler>,
     /// Reads `authorizationState` on chain for reconciliation (`BASE_RPC_URL`), when configured.
     pub chain: Option<Arc<dyn AuthorizationReader>>,
+    /// Asks smart-wallet payers' wallets on chain (`BASE_RPC_URL`), when configured; without it
+    /// their payments are refused (`smart_wallet_needs_chain`).
+    pub wallets: Option<Arc<dyn WalletVerifier>>,
     /// Wakes the reconciliation sweep at once (an unknown outcome was just recorded).
     pub reconcile: Arc<tokio::sync::Notify>,
     pub metrics: Metrics,

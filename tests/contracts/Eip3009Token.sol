@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: UNLICENSED
 pragma solidity 0.8.30;
 
-/// A minimal EIP-3009 token that behaves like USDC (FiatToken v2) where Grove's settlement
+/// A minimal EIP-3009 token that behaves like USDC (FiatToken v2.2) where Grove's settlement
 /// depends on it: the same EIP-712 domain ("USD Coin", "2", chain id, own address), the same
 /// `TransferWithAuthorization` and `CancelAuthorization` typehashes, the same checks in the same
 /// order and the same revert messages, and the same `AuthorizationUsed`, `AuthorizationCanceled`
 /// and `Transfer` events. A canceled authorization sets the same state a used one does, as in
 /// FiatToken: `authorizationState` alone cannot tell a payment from a cancellation.
+///
+/// Signatures are checked as FiatToken v2.2's `SignatureChecker` does: a payer with code is asked
+/// (ERC-1271 `isValidSignature`, with the signature bytes as given), any other payer must have
+/// signed with ECDSA (65 bytes, low `s`, `v` 27 or 28). Both `transferWithAuthorization`
+/// overloads take that path: the (v, r, s) one packs its arguments into r ‖ s ‖ v first.
 ///
 /// Test-only: anyone may `mint`. It has no constructor and no immutables, so its runtime code can
 /// be placed at Base USDC's address with `anvil_setCode`, and signatures made for Base USDC are
@@ -79,6 +84,31 @@ contract Eip3009Token {
         bytes32 r,
         bytes32 s
     ) external {
+        _transferWithAuthorization(from, to, value, validAfter, validBefore, nonce, abi.encodePacked(r, s, v));
+    }
+
+    /// FiatToken v2.2's overload for smart-wallet payers (any signature length).
+    function transferWithAuthorization(
+        address from,
+        address to,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        bytes memory signature
+    ) external {
+        _transferWithAuthorization(from, to, value, validAfter, validBefore, nonce, signature);
+    }
+
+    function _transferWithAuthorization(
+        address from,
+        address to,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        bytes memory signature
+    ) private {
         require(block.timestamp > validAfter, "FiatTokenV2: authorization is not yet valid");
         require(block.timestamp < validBefore, "FiatTokenV2: authorization is expired");
         require(!_authorizationStates[from][nonce], "FiatTokenV2: authorization is used or canceled");
@@ -86,8 +116,7 @@ contract Eip3009Token {
         bytes32 structHash = keccak256(
             abi.encode(TRANSFER_WITH_AUTHORIZATION_TYPEHASH, from, to, value, validAfter, validBefore, nonce)
         );
-        bytes32 digest = keccak256(abi.encodePacked("\x19\x01", DOMAIN_SEPARATOR(), structHash));
-        require(_recover(digest, v, r, s) == from, "FiatTokenV2: invalid signature");
+        _requireValidSignature(from, structHash, signature);
 
         _authorizationStates[from][nonce] = true;
         emit AuthorizationUsed(from, nonce);
@@ -100,8 +129,7 @@ contract Eip3009Token {
         require(!_authorizationStates[authorizer][nonce], "FiatTokenV2: authorization is used or canceled");
 
         bytes32 structHash = keccak256(abi.encode(CANCEL_AUTHORIZATION_TYPEHASH, authorizer, nonce));
-        bytes32 digest = keccak256(abi.encodePacked("\x19\x01", DOMAIN_SEPARATOR(), structHash));
-        require(_recover(digest, v, r, s) == authorizer, "FiatTokenV2: invalid signature");
+        _requireValidSignature(authorizer, structHash, abi.encodePacked(r, s, v));
 
         _authorizationStates[authorizer][nonce] = true;
         emit AuthorizationCanceled(authorizer, nonce);
@@ -116,8 +144,34 @@ contract Eip3009Token {
         emit Transfer(from, to, value);
     }
 
-    /// FiatToken's ECRecover.recover: low `s`, `v` in {27, 28}, a non-zero signer.
-    function _recover(bytes32 digest, uint8 v, bytes32 r, bytes32 s) private pure returns (address) {
+    /// FiatToken v2.2's `_requireValidSignature` over the EIP-712 digest of `structHash`.
+    function _requireValidSignature(address signer, bytes32 structHash, bytes memory signature) private view {
+        bytes32 digest = keccak256(abi.encodePacked("\x19\x01", DOMAIN_SEPARATOR(), structHash));
+        require(_isValidSignatureNow(signer, digest, signature), "FiatTokenV2: invalid signature");
+    }
+
+    /// FiatToken v2.2's `SignatureChecker.isValidSignatureNow`: ERC-1271 for a payer with code,
+    /// ECDSA for any other.
+    function _isValidSignatureNow(address signer, bytes32 digest, bytes memory signature) private view returns (bool) {
+        if (signer.code.length == 0) {
+            return _recover(digest, signature) == signer;
+        }
+        (bool success, bytes memory result) =
+            signer.staticcall(abi.encodeWithSelector(IERC1271.isValidSignature.selector, digest, signature));
+        return success && result.length >= 32 && abi.decode(result, (bytes32)) == bytes32(IERC1271.isValidSignature.selector);
+    }
+
+    /// FiatToken's ECRecover.recover: 65 bytes (r ‖ s ‖ v), low `s`, `v` in {27, 28}, a non-zero signer.
+    function _recover(bytes32 digest, bytes memory signature) private pure returns (address) {
+        require(signature.length == 65, "ECRecover: invalid signature length");
+        bytes32 r;
+        bytes32 s;
+        uint8 v;
+        assembly {
+            r := mload(add(signature, 0x20))
+            s := mload(add(signature, 0x40))
+            v := byte(0, mload(add(signature, 0x60)))
+        }
         if (uint256(s) > HALF_ORDER) {
             revert("ECRecover: invalid signature 's' value");
         }
@@ -128,4 +182,9 @@ contract Eip3009Token {
         require(signer != address(0), "ECRecover: invalid signature");
         return signer;
     }
+}
+
+/// ERC-1271: how a contract says a signature is its own.
+interface IERC1271 {
+    function isValidSignature(bytes32 hash, bytes memory signature) external view returns (bytes4 magicValue);
 }

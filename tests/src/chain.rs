@@ -2,8 +2,11 @@
 //! (`tests/contracts/Eip3009Token.sol`) placed at USDC's address, so that payments signed for
 //! Base USDC's EIP-712 domain are valid on it unchanged.
 //!
-//! `scripts/anvil` installs anvil and solcjs from npm and compiles the token; it is run once per
-//! test binary. Without them a test skips with a notice, or fails when `GROVE_REQUIRE_ANVIL=1`
+//! Beside it, at their Base addresses or fixed test ones, the rest of `tests/contracts`: the
+//! Multicall3 stand-in and the smart-wallet factory (`crate::smart_wallet`).
+//!
+//! `scripts/anvil` installs anvil and solcjs from npm and compiles the contracts; it is run once
+//! per test binary. Without them a test skips with a notice, or fails when `GROVE_REQUIRE_ANVIL=1`
 //! (`scripts/test` sets it), so the suite cannot pass by quietly not testing.
 
 use crate::x402::{PayOptions, TestWallet, decode_b64_json};
@@ -11,7 +14,7 @@ use alloy_primitives::{Address, B256, U256};
 use alloy_sol_types::{SolCall, SolEvent, sol};
 use base64::{Engine, engine::general_purpose::STANDARD};
 use grove_http::SettleRequest;
-use grove_http::{IUsdc, USDC};
+use grove_http::{IUsdc, MULTICALL3, USDC};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -35,6 +38,8 @@ const MINTER: &str = "0x70997970C51812dc3A010C7D01b50e0d17dc79C8";
 struct Tools {
     anvil: PathBuf,
     token_runtime: String,
+    multicall3_runtime: String,
+    wallet_factory_runtime: String,
 }
 
 /// Runs `scripts/anvil` once: the paths it prints, or why it failed.
@@ -58,15 +63,17 @@ fn tools() -> Result<&'static Tools, String> {
                     .map(str::to_owned)
                     .ok_or_else(|| format!("scripts/anvil printed no {key}= line"))
             };
-            let anvil = PathBuf::from(value("anvil")?);
-            let token_path = value("token")?;
-            let token_runtime = std::fs::read_to_string(&token_path)
-                .map_err(|e| format!("could not read {token_path}: {e}"))?
-                .trim()
-                .to_owned();
+            let runtime = |key: &str| {
+                let path = value(key)?;
+                std::fs::read_to_string(&path)
+                    .map(|code| code.trim().to_owned())
+                    .map_err(|e| format!("could not read {path}: {e}"))
+            };
             Ok(Tools {
-                anvil,
-                token_runtime,
+                anvil: PathBuf::from(value("anvil")?),
+                token_runtime: runtime("token")?,
+                multicall3_runtime: runtime("multicall3")?,
+                wallet_factory_runtime: runtime("wallet_factory")?,
             })
         })
         .as_ref()
@@ -153,9 +160,16 @@ impl Chain {
                 .build()
                 .expect("client"),
         };
-        chain
-            .rpc("anvil_setCode", json!([USDC, tools.token_runtime]))
-            .await;
+        for (address, code) in [
+            (USDC, &tools.token_runtime),
+            (MULTICALL3, &tools.multicall3_runtime),
+            (
+                crate::smart_wallet::WALLET_FACTORY,
+                &tools.wallet_factory_runtime,
+            ),
+        ] {
+            chain.rpc("anvil_setCode", json!([address, code])).await;
+        }
         Some(chain)
     }
 
@@ -195,10 +209,16 @@ impl Chain {
     /// Sends a transaction to USDC from the unlocked minter account and waits for its receipt;
     /// returns the transaction hash.
     async fn send_to_usdc(&self, data: Vec<u8>) -> String {
+        self.send_as_minter(USDC, data).await
+    }
+
+    /// Sends a transaction from the unlocked minter account and waits for its receipt; returns
+    /// the transaction hash.
+    pub async fn send_as_minter(&self, to: Address, data: Vec<u8>) -> String {
         let hash = self
             .rpc(
                 "eth_sendTransaction",
-                json!([{"from": MINTER, "to": USDC, "data": alloy_primitives::hex::encode_prefixed(data), "gas": "0x30000"}]),
+                json!([{"from": MINTER, "to": to, "data": alloy_primitives::hex::encode_prefixed(data), "gas": "0x100000"}]),
             )
             .await;
         let hash = hash.as_str().expect("a hash").to_owned();

@@ -11,6 +11,7 @@ pub mod mcp;
 pub mod paid;
 pub mod queue_rig;
 pub mod review;
+pub mod smart_wallet;
 pub mod twilio;
 pub mod x402;
 

@@ -64,6 +64,8 @@ pub struct PayOptions {
 
 pub struct TestWallet {
     signer: PrivateKeySigner,
+    /// A smart wallet the key signs for (`crate::smart_wallet`): the payer then, not the key.
+    contract: Option<crate::smart_wallet::SmartAccount>,
 }
 
 impl Default for TestWallet {
@@ -77,16 +79,43 @@ impl TestWallet {
     pub fn new() -> Self {
         Self {
             signer: TEST_KEY.parse().expect("the test key parses"),
+            contract: None,
         }
     }
 
     pub fn random() -> Self {
         Self {
             signer: PrivateKeySigner::random(),
+            contract: None,
         }
     }
 
+    /// A wallet of this key.
+    pub fn with_key(signer: PrivateKeySigner) -> Self {
+        Self {
+            signer,
+            contract: None,
+        }
+    }
+
+    /// This key paying as the owner of a smart wallet: `from` is the wallet, and the signature
+    /// is the key's, encoded as the wallet expects.
+    pub fn owning(self, contract: crate::smart_wallet::SmartAccount) -> Self {
+        Self {
+            contract: Some(contract),
+            ..self
+        }
+    }
+
+    /// The payer: the smart wallet when there is one, else the key's address.
     pub fn address(&self) -> Address {
+        self.contract
+            .as_ref()
+            .map_or_else(|| self.signer.address(), |c| c.address)
+    }
+
+    /// The key's own address (a smart wallet's owner).
+    pub fn key_address(&self) -> Address {
         self.signer.address()
     }
 
@@ -190,6 +219,10 @@ impl TestWallet {
         if opts.corrupt_signature {
             bytes[63] ^= 1;
         }
+        let bytes = match &self.contract {
+            Some(contract) => contract.encode(&bytes),
+            None => bytes.to_vec(),
+        };
         json!({
             "signature": format!("0x{}", alloy_primitives::hex::encode(bytes)),
             "authorization": {

@@ -193,6 +193,9 @@ async fn forged_v2_payments_are_refused_with_their_reason() {
         ("64-byte signature", edit(|d| truncate_signature(d, 128)), "bad_signature"),
         ("v = 0", edit(|d| set_v(d, "00")), "bad_signature"),
         ("signature not hex", edit(|d| d["payload"]["signature"] = json!("0xzz")), "bad_signature"),
+        // Only a smart wallet signs more than 65 bytes, and without a chain it cannot be asked.
+        ("66-byte signature", edit(|d| set_v(d, "1b00")), "smart_wallet_needs_chain"),
+        ("ERC-6492 suffix on garbage", edit(|d| set_v(d, &"6492".repeat(16))), "bad_erc6492_signature"),
         ("no from", edit(|d| d["payload"]["authorization"]["from"] = Value::Null), "malformed_header"),
         ("short nonce", edit(|d| d["payload"]["authorization"]["nonce"] = json!("0x01")), "malformed_header"),
         ("numeric value", edit(|d| d["payload"]["authorization"]["value"] = json!(180000)), "malformed_header"),

@@ -12,7 +12,7 @@ use crate::{
     request_id, routes,
     state::{AppState, Inner},
     x402::{
-        chain::{ChainReader, SelfSettler},
+        chain::{ChainReader, ChainWallets, SelfSettler},
         facilitator::{Facilitator, HttpFacilitator, LocalFacilitator},
         settle::{AuthorizationReader, Settler, ViaFacilitator},
     },
@@ -95,6 +95,11 @@ impl Application {
             None => Arc::new(LocalFacilitator),
         };
         let (settler, chain) = settlement(&config, facilitator).await?;
+        // Smart-wallet payers' signatures are checked on chain (docs/smart-wallets.md).
+        let wallets = match &config.settlement.base_rpc_url {
+            Some(rpc) => Some(Arc::new(ChainWallets::new(rpc)?) as _),
+            None => None,
+        };
         let BackEnd {
             queue,
             completions,
@@ -114,6 +119,7 @@ impl Application {
             completions,
             settler,
             chain,
+            wallets,
             reconcile: Default::default(),
             metrics: Default::default(),
             clock,

@@ -22,14 +22,18 @@ use crate::{
         challenge::codes,
         facilitator::SettleRequest,
         payload::PaymentPayload,
-        payment::{self, Expected, VerifiedPayment},
+        payment::{Expected, VerifiedPayment},
         rejection::PaymentRejection,
         settle::SettleOutcome,
+        smart_wallet::{self, WalletCheckError},
     },
 };
 use grove_common::db::{calls::Runner, entities::call};
 use tokio::time::Instant;
 use uuid::Uuid;
+
+/// Seconds a client waits before retrying when the chain could not check its wallet's signature.
+const WALLET_CHECK_RETRY_AFTER_S: u64 = 5;
 
 /// Buys `product` with the payment a transport found (`Ok(None)`: none was presented; `Err`: one
 /// was, but could not be read). Every refusal is an `ApiError`: a 402 carries its challenge.
@@ -52,17 +56,27 @@ pub async fn purchase(
         amount_atomic: terms.offer.price.atomic(),
     };
     let now_unix = state.clock.wall_unix();
-    let verified = presented.and_then(|p| {
-        p.map(|p| payment::verify_payload(p, &expected, now_unix))
-            .transpose()
-    });
-    let payment = match verified {
-        Ok(Some(p)) => p,
+    let verified = match presented {
+        Ok(Some(p)) => {
+            smart_wallet::verify_payload(p, &expected, now_unix, state.wallets.as_deref()).await
+        }
         Ok(None) => return Err(terms.refuse(codes::PAYMENT_REQUIRED)),
-        Err(rejection) => {
+        Err(rejection) => Err(rejection.into()),
+    };
+    let payment = match verified {
+        Ok(p) => p,
+        Err(WalletCheckError::Rejected(rejection)) => {
             state.metrics.payment_rejected(rejection.reason());
             tracing::info!(reason = rejection.reason(), "payment refused");
             return Err(terms.refuse(&codes::payment_invalid(rejection.reason())));
+        }
+        // The chain could not be asked about a smart wallet's signature: nothing was reserved
+        // or charged, and the same payment stays good.
+        Err(WalletCheckError::Unavailable(why)) => {
+            tracing::warn!(error = %why, "payment's wallet could not be asked on chain");
+            return Err(ApiError::SettlementUnavailable {
+                retry_after_s: WALLET_CHECK_RETRY_AFTER_S,
+            });
         }
     };
     let body = product.scope_body();

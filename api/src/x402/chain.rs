@@ -12,6 +12,8 @@ mod follow;
 mod lookup;
 mod rpc;
 mod send;
+// Smart-wallet payers: ERC-1271 / ERC-6492 checks, and deploying the payer's wallet (issue 25).
+mod wallet;
 
 use super::facilitator::SettleRequest;
 use super::settle::{
@@ -31,6 +33,7 @@ use tokio::sync::Mutex;
 
 pub use rpc::ChainReader;
 use rpc::Rpc;
+pub use wallet::{ChainWallets, MULTICALL3};
 
 sol! {
     /// The part of USDC (FiatToken v2) that settlement uses.

@@ -60,7 +60,7 @@ pub(crate) fn check_signature(
     domain: &Eip712Domain,
     signature: &[u8],
 ) -> Result<(), SignatureProblem> {
-    // Longer signatures are ERC-1271 / ERC-6492 smart-wallet ones; they need a chain to check.
+    // Any other length is no EOA's: a smart wallet's signature, for `smart_wallet` to check.
     let Ok(raw) = <&[u8; 65]>::try_from(signature) else {
         return Err(SignatureProblem::Malformed);
     };

@@ -10,3 +10,5 @@ pub mod payload;
 pub mod payment;
 pub mod rejection;
 pub mod settle;
+pub mod signature;
+pub mod smart_wallet;

@@ -1,7 +1,8 @@
 //! Local verification of a payment (CONTRACT 3, "Payment"), whatever carried it: every check
 //! here runs before any money moves. A payment that passes is well formed, for this price and
-//! this recipient, inside its time window and signed by `authorization.from`. What needs a chain
-//! (balance, nonce already used on chain) is the facilitator's job.
+//! this recipient, inside its time window and signed by `authorization.from`. A smart wallet's
+//! signature is checked on chain (`smart_wallet::verify_payload`); what else needs a chain
+//! (balance, nonce already used on chain) is the settler's job.
 
 use super::{
     challenge,
@@ -9,6 +10,7 @@ use super::{
     facilitator::SettleRequest,
     payload::{PayloadV1, PayloadV2, PaymentPayload, field, malformed, parse_address, parse_uint},
     rejection::PaymentRejection,
+    signature::Signed,
 };
 use alloy_primitives::{Address, B256, U256, hex};
 use axum::http::HeaderMap;
@@ -24,7 +26,7 @@ pub struct Expected {
     pub amount_atomic: u64,
 }
 
-/// A payment that passed every local check.
+/// A payment that passed every local check (and, for a smart wallet's signature, the chain's).
 #[derive(Clone, Debug, PartialEq)]
 pub struct VerifiedPayment {
     /// The protocol version: 2 (`PAYMENT-SIGNATURE`, MCP `_meta`), 1 (`X-PAYMENT`).
@@ -70,12 +72,25 @@ pub fn verify(
 }
 
 /// Verifies a payment as its carrier presented it (decoded from a header, or taken from MCP's
-/// `_meta["x402/payment"]`).
+/// `_meta["x402/payment"]`), without a chain: a smart wallet's signature is refused
+/// (`smart_wallet_needs_chain`; `smart_wallet::verify_payload` asks the chain).
 pub fn verify_payload(
     presented: PaymentPayload,
     expected: &Expected,
     now_unix: u64,
 ) -> Result<VerifiedPayment, PaymentRejection> {
+    let (payment, signed) = check(presented, expected, now_unix)?;
+    signed.without_chain()?;
+    Ok(payment)
+}
+
+/// Every local check, and how the signature is to be checked: here (an EOA's), or by the
+/// payer's wallet on chain.
+pub(crate) fn check(
+    presented: PaymentPayload,
+    expected: &Expected,
+    now_unix: u64,
+) -> Result<(VerifiedPayment, Signed), PaymentRejection> {
     let PaymentPayload {
         version,
         json: payload,
@@ -142,22 +157,27 @@ pub fn verify_payload(
     }
 
     let signature = hex::decode(&exact.signature).map_err(|_| PaymentRejection::BadSignature)?;
-    eip3009::check_signature(&message, &eip3009::usdc_base_domain(), &signature).map_err(
-        |problem| match problem {
-            SignatureProblem::Malformed => PaymentRejection::BadSignature,
-            SignatureProblem::HighS => PaymentRejection::HighSSignature,
-            SignatureProblem::WrongSigner(_) => PaymentRejection::SignerMismatch,
-        },
-    )?;
+    let signed = Signed::classify(&message, &signature)?;
 
-    Ok(VerifiedPayment {
+    let payment = VerifiedPayment {
         version,
         payer: message.from,
         nonce: message.nonce,
         amount_atomic: expected.amount_atomic,
         valid_before: message.validBefore.saturating_to(),
         payload,
-    })
+    };
+    Ok((payment, signed))
+}
+
+impl From<SignatureProblem> for PaymentRejection {
+    fn from(problem: SignatureProblem) -> Self {
+        match problem {
+            SignatureProblem::Malformed => Self::BadSignature,
+            SignatureProblem::HighS => Self::HighSSignature,
+            SignatureProblem::WrongSigner(_) => Self::SignerMismatch,
+        }
+    }
 }
 
 fn check_scheme_and_network(

@@ -47,6 +47,22 @@ pub enum PaymentRejection {
         "the signature was not made by authorization.from under the USDC (\"USD Coin\", version 2, chain 8453) EIP-712 domain"
     )]
     SignerMismatch,
+    #[error(
+        "the signature is a smart wallet's (ERC-1271 / ERC-6492), and this server has no chain connection to check it; pay with an EOA's 65-byte signature"
+    )]
+    SmartWalletNeedsChain,
+    #[error(
+        "the signature ends with the ERC-6492 suffix but is not abi.encode(address factory, bytes factoryCalldata, bytes signature) followed by it"
+    )]
+    MalformedErc6492,
+    #[error(
+        "authorization.from has no contract code that answers ERC-1271, and the signature carries no ERC-6492 deployment that creates it"
+    )]
+    SmartWalletNotDeployed,
+    #[error(
+        "the payer's wallet (authorization.from) did not accept the signature: ERC-1271 isValidSignature over the USDC (\"USD Coin\", version 2, chain 8453) EIP-712 digest did not answer 0x1626ba7e"
+    )]
+    SmartWalletRefused,
 }
 
 impl PaymentRejection {
@@ -71,6 +87,10 @@ impl PaymentRejection {
             Self::BadSignature => "bad_signature",
             Self::HighSSignature => "high_s_signature",
             Self::SignerMismatch => "signer_mismatch",
+            Self::SmartWalletNeedsChain => "smart_wallet_needs_chain",
+            Self::MalformedErc6492 => "bad_erc6492_signature",
+            Self::SmartWalletNotDeployed => "smart_wallet_not_deployed",
+            Self::SmartWalletRefused => "smart_wallet_signature_invalid",
         }
     }
 

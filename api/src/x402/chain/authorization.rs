@@ -2,9 +2,27 @@
 //! arguments, and the refusal reasons that USDC's revert messages map to.
 
 use super::{IUsdc, USDC};
-use crate::x402::{facilitator::SettleRequest, settle::AuthorizationQuery};
-use alloy_primitives::{Address, B256, U256};
+use crate::x402::{
+    eip3009::{self, TransferWithAuthorization},
+    facilitator::SettleRequest,
+    settle::AuthorizationQuery,
+    signature::{self, Deployment},
+};
+use alloy_primitives::{Address, B256, Bytes, U256};
+use alloy_sol_types::{SolCall, sol};
 use serde_json::Value;
+
+sol! {
+    /// FiatToken v2.2's overload for signatures of any length (its `SignatureChecker` asks a
+    /// payer with code through ERC-1271).
+    interface IUsdcBytes {
+        function transferWithAuthorization(
+            address from, address to, uint256 value,
+            uint256 validAfter, uint256 validBefore, bytes32 nonce,
+            bytes signature
+        ) external;
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Authorization {
@@ -14,9 +32,20 @@ pub(super) struct Authorization {
     pub valid_after: U256,
     pub valid_before: U256,
     pub nonce: B256,
-    pub v: u8,
-    pub r: B256,
-    pub s: B256,
+    pub signature: PayerSignature,
+}
+
+/// The payer's signature, as the overload of `transferWithAuthorization` that takes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum PayerSignature {
+    /// An EOA's: 65 bytes that recover `from` (r ‖ s ‖ v), for the (v, r, s) overload.
+    Ecdsa { v: u8, r: B256, s: B256 },
+    /// A smart wallet's (ERC-1271), passed as it is to the `bytes` overload; for ERC-6492, the
+    /// inner signature and the factory call that deploys the wallet when it has no code.
+    Wallet {
+        signature: Bytes,
+        deployment: Option<Deployment>,
+    },
 }
 
 impl Authorization {
@@ -49,19 +78,22 @@ impl Authorization {
             .and_then(Value::as_str)
             .and_then(|s| alloy_primitives::hex::decode(s).ok())
             .ok_or("invalid_payload")?;
-        // r ‖ s ‖ v; only EOA signatures: USDC's (v, r, s) overload is the one we call.
-        let [rs @ .., v] =
-            <[u8; 65]>::try_from(signature.as_slice()).map_err(|_| "invalid_signature")?;
-        let auth = Self {
+        let message = TransferWithAuthorization {
             from: address("from")?,
             to: address("to")?,
             value: uint("value")?,
-            valid_after: uint("validAfter")?,
-            valid_before: uint("validBefore")?,
+            validAfter: uint("validAfter")?,
+            validBefore: uint("validBefore")?,
             nonce,
-            v: if v < 27 { v + 27 } else { v },
-            r: B256::from_slice(&rs[..32]),
-            s: B256::from_slice(&rs[32..]),
+        };
+        let auth = Self {
+            signature: PayerSignature::of(&message, &signature)?,
+            from: message.from,
+            to: message.to,
+            value: message.value,
+            valid_after: message.validAfter,
+            valid_before: message.validBefore,
+            nonce,
         };
         let requirement = &request.payment_requirements;
         let offered = |name: &str| {
@@ -90,19 +122,80 @@ impl Authorization {
         }
     }
 
-    pub fn call(&self) -> IUsdc::transferWithAuthorizationCall {
-        IUsdc::transferWithAuthorizationCall {
-            from: self.from,
-            to: self.to,
-            value: self.value,
-            validAfter: self.valid_after,
-            validBefore: self.valid_before,
-            nonce: self.nonce,
-            v: self.v,
-            r: self.r,
-            s: self.s,
+    /// USDC's `transferWithAuthorization` in the overload the signature takes.
+    pub fn calldata(&self) -> Bytes {
+        match &self.signature {
+            PayerSignature::Ecdsa { v, r, s } => transfer_with_vrs(self, *v, *r, *s),
+            PayerSignature::Wallet { signature, .. } => transfer_with_bytes(self, signature),
+        }
+        .into()
+    }
+
+    /// The ERC-6492 factory call of a payer that signed before its wallet was deployed.
+    pub fn deployment(&self) -> Option<&Deployment> {
+        match &self.signature {
+            PayerSignature::Wallet { deployment, .. } => deployment.as_ref(),
+            PayerSignature::Ecdsa { .. } => None,
         }
     }
+}
+
+impl PayerSignature {
+    /// An EOA's signature when it recovers `from` (as local verification found), a wallet's
+    /// otherwise: only one that passed the wallet's check on chain reaches settlement.
+    fn of(message: &TransferWithAuthorization, signature: &[u8]) -> Result<Self, &'static str> {
+        let domain = eip3009::usdc_base_domain();
+        if eip3009::check_signature(message, &domain, signature).is_ok()
+            && let [rs @ .., v] = signature
+        {
+            return Ok(Self::Ecdsa {
+                v: *v,
+                r: B256::from_slice(&rs[..32]),
+                s: B256::from_slice(&rs[32..64]),
+            });
+        }
+        Ok(match signature::unwrap_erc6492(signature) {
+            Some(Ok((signature, deployment))) => Self::Wallet {
+                signature,
+                deployment: Some(deployment),
+            },
+            Some(Err(())) => return Err("invalid_signature"),
+            None => Self::Wallet {
+                signature: Bytes::copy_from_slice(signature),
+                deployment: None,
+            },
+        })
+    }
+}
+
+/// USDC's `transferWithAuthorization` with the signature as bytes (FiatToken v2.2).
+fn transfer_with_bytes(auth: &Authorization, signature: &Bytes) -> Vec<u8> {
+    IUsdcBytes::transferWithAuthorizationCall {
+        from: auth.from,
+        to: auth.to,
+        value: auth.value,
+        validAfter: auth.valid_after,
+        validBefore: auth.valid_before,
+        nonce: auth.nonce,
+        signature: signature.clone(),
+    }
+    .abi_encode()
+}
+
+/// USDC's (v, r, s) overload, for an EOA's signature.
+fn transfer_with_vrs(auth: &Authorization, v: u8, r: B256, s: B256) -> Vec<u8> {
+    IUsdc::transferWithAuthorizationCall {
+        from: auth.from,
+        to: auth.to,
+        value: auth.value,
+        validAfter: auth.valid_after,
+        validBefore: auth.valid_before,
+        nonce: auth.nonce,
+        v,
+        r,
+        s,
+    }
+    .abi_encode()
 }
 
 /// A USDC revert message as a refusal reason: the three a client can act on get stable codes
@@ -153,19 +246,105 @@ mod tests {
         }
     }
 
+    const PAY_TO: &str = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
+
+    /// Anvil's first development key, whose address is the requests' `from`.
+    fn payer_key() -> alloy_signer_local::PrivateKeySigner {
+        "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
+            .parse()
+            .expect("the test key parses")
+    }
+
+    fn selector(auth: &Authorization) -> [u8; 4] {
+        auth.calldata()[..4].try_into().expect("a selector")
+    }
+
     #[test]
-    fn reads_the_authorization_and_splits_the_signature() {
-        let sig = format!("0x{}{}1c", "11".repeat(32), "22".repeat(32));
+    fn an_eoas_signature_is_split_for_the_vrs_overload() {
+        use alloy_signer::SignerSync;
+        let unsigned =
+            Authorization::from_request(&request(&format!("0x{}", "11".repeat(66)), PAY_TO))
+                .expect("parses");
+        let message = TransferWithAuthorization {
+            from: unsigned.from,
+            to: unsigned.to,
+            value: unsigned.value,
+            validAfter: unsigned.valid_after,
+            validBefore: unsigned.valid_before,
+            nonce: unsigned.nonce,
+        };
+        let digest = eip3009::signing_hash(&message, &eip3009::usdc_base_domain());
+        let sig = payer_key()
+            .sign_hash_sync(&digest)
+            .expect("signs")
+            .as_bytes();
         let auth = Authorization::from_request(&request(
-            &sig,
-            "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
+            &alloy_primitives::hex::encode_prefixed(sig),
+            PAY_TO,
         ))
         .expect("parses");
         assert_eq!(auth.value, U256::from(180_000));
         assert_eq!(
-            (auth.v, auth.r, auth.s),
-            (28, B256::repeat_byte(0x11), B256::repeat_byte(0x22))
+            auth.signature,
+            PayerSignature::Ecdsa {
+                v: sig[64],
+                r: B256::from_slice(&sig[..32]),
+                s: B256::from_slice(&sig[32..64]),
+            }
         );
+        assert_eq!(
+            selector(&auth),
+            IUsdc::transferWithAuthorizationCall::SELECTOR
+        );
+    }
+
+    #[test]
+    fn any_other_signature_goes_as_it_is_to_the_bytes_overload() {
+        // 65 bytes that recover someone else: a wallet's (its owner's key), not the payer's.
+        let sig = format!("0x{}{}1c", "11".repeat(32), "22".repeat(32));
+        let auth = Authorization::from_request(&request(&sig, PAY_TO)).expect("parses");
+        let raw = alloy_primitives::hex::decode(&sig).expect("hex");
+        assert_eq!(
+            auth.signature,
+            PayerSignature::Wallet {
+                signature: raw.into(),
+                deployment: None
+            }
+        );
+        assert_eq!(
+            selector(&auth),
+            IUsdcBytes::transferWithAuthorizationCall::SELECTOR
+        );
+        assert_eq!(auth.deployment(), None);
+    }
+
+    #[test]
+    fn an_erc6492_signature_settles_its_inner_signature_behind_its_factory_call() {
+        use alloy_sol_types::SolValue;
+        let factory = Address::repeat_byte(0xfa);
+        let inner = Bytes::from(vec![7u8; 90]);
+        let mut sig = (factory, Bytes::from_static(&[1, 2]), inner.clone()).abi_encode_params();
+        sig.extend_from_slice(&signature::ERC6492_SUFFIX);
+        let auth = Authorization::from_request(&request(
+            &alloy_primitives::hex::encode_prefixed(&sig),
+            PAY_TO,
+        ))
+        .expect("parses");
+        let deployment = Deployment {
+            factory,
+            calldata: Bytes::from_static(&[1, 2]),
+        };
+        assert_eq!(auth.deployment(), Some(&deployment));
+        let expected = IUsdcBytes::transferWithAuthorizationCall {
+            from: auth.from,
+            to: auth.to,
+            value: auth.value,
+            validAfter: auth.valid_after,
+            validBefore: auth.valid_before,
+            nonce: auth.nonce,
+            signature: inner,
+        };
+        assert_eq!(auth.calldata(), Bytes::from(expected.abi_encode()));
     }
 
     #[test]
@@ -176,10 +355,14 @@ mod tests {
             Authorization::from_request(&request(&sig, other)),
             Err("recipient_mismatch")
         );
-        let pay_to = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
+        let suffix_only = alloy_primitives::hex::encode_prefixed(signature::ERC6492_SUFFIX);
         assert_eq!(
-            Authorization::from_request(&request("0x1234", pay_to)),
+            Authorization::from_request(&request(&suffix_only, PAY_TO)),
             Err("invalid_signature")
+        );
+        assert_eq!(
+            Authorization::from_request(&request("0xzz", PAY_TO)),
+            Err("invalid_payload")
         );
     }
 

@@ -2,7 +2,7 @@
 //! bytes kept for reconciliation, and the three outcomes of what the chain answered.
 
 use super::{
-    SelfSettler, USDC,
+    SelfSettler,
     authorization::{Authorization, refusal_reason},
     follow,
 };
@@ -12,11 +12,10 @@ use crate::x402::settle::{
 use alloy_network::NetworkTransactionBuilder;
 use alloy_network::TransactionBuilder;
 use alloy_network::eip2718::Encodable2718;
-use alloy_primitives::{Bytes, TxHash};
+use alloy_primitives::TxHash;
 use alloy_provider::Provider;
 use alloy_provider::transport::{RpcError, TransportError};
 use alloy_rpc_types_eth::TransactionRequest;
-use alloy_sol_types::SolCall;
 use grove_common::clock::{Clock, SystemClock};
 use std::time::Duration;
 use tokio::time::{Instant, timeout_at};
@@ -30,10 +29,12 @@ impl SelfSettler {
     pub(super) async fn settle_authorization(&self, auth: &Authorization) -> SettleOutcome {
         let started = Instant::now();
         let deadline = started + self.timeout;
-        let call = TransactionRequest::default()
-            .with_from(self.settler)
-            .with_to(USDC)
-            .with_input(Bytes::from(auth.call().abi_encode()));
+        // Smart wallets (wallet.rs): the call may deploy the payer's wallet first.
+        let call = match timeout_at(deadline, self.settlement_call(auth)).await {
+            Ok(Ok(call)) => call.with_from(self.settler),
+            Ok(Err(outcome)) => return outcome,
+            Err(_) => return too_slow_to_send(),
+        };
 
         // Simulate, estimate gas and read fees at once; a revert is the chain's own refusal.
         let prepared = timeout_at(deadline, async {
