@@ -10,6 +10,6 @@ pub mod paid;
 /// The allocator the shipped `api` and `worker` binaries run on, so that the service measured
 /// in-process here costs what it costs there (glibc malloc was about 9 % of `--bin paid`'s
 /// PostgreSQL + Redis run: `_int_malloc`, `malloc_consolidate`, `cfree`; issue 12).
-#[cfg(not(feature = "dhat-heap"))]
+#[cfg(not(feature = "heap-profile"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
