@@ -5,6 +5,7 @@ mod app;
 pub mod doctor;
 mod error;
 mod extract;
+mod limits;
 mod mcp;
 mod metrics;
 mod paid;

@@ -20,6 +20,7 @@ struct Inner {
     calls: BTreeMap<(String, String), u64>,
     settlements: BTreeMap<String, u64>,
     payment_refusals: BTreeMap<String, u64>,
+    rate_limited: BTreeMap<&'static str, u64>,
     job_latency: Histogram,
 }
 
@@ -57,6 +58,11 @@ impl Metrics {
 
     pub fn payment_rejected(&self, reason: &str) {
         self.with(|m| *m.payment_refusals.entry(reason.to_owned()).or_default() += 1);
+    }
+
+    /// A request refused by a rate limit (`ip`, `payer` or `bad_payments`).
+    pub fn rate_limited(&self, limit: &'static str) {
+        self.with(|m| *m.rate_limited.entry(limit).or_default() += 1);
     }
 
     pub fn job_latency(&self, elapsed: Duration) {
@@ -103,6 +109,13 @@ impl Metrics {
                 out,
                 "grove_payment_refusals_total{{reason=\"{reason}\"}} {n}"
             );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP grove_rate_limited_total Requests refused by a rate limit, by limit.\n# TYPE grove_rate_limited_total counter"
+        );
+        for (limit, n) in &m.rate_limited {
+            let _ = writeln!(out, "grove_rate_limited_total{{limit=\"{limit}\"}} {n}");
         }
         let h = &m.job_latency;
         let _ = writeln!(

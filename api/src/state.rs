@@ -36,6 +36,8 @@ pub struct Inner {
     /// Wakes the reconciliation sweep at once (an unknown outcome was just recorded).
     pub reconcile: Arc<tokio::sync::Notify>,
     pub metrics: Metrics,
+    /// Request rate limits by client address and by payer.
+    pub limits: crate::limits::Limits,
     /// Consent age, quiet hours and follow-ups read this clock (tests move it).
     pub clock: Arc<dyn Clock>,
     /// The embedded worker's sweeper (None when `worker` processes run it).

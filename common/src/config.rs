@@ -5,6 +5,8 @@
 
 mod cdp;
 pub use cdp::{CDP_FACILITATOR_URL, CdpCredentials, CdpKey};
+mod limits;
+pub use limits::{ClientIp, Rate, RateLimits};
 mod llm;
 pub use llm::{DEFAULT_TEMPERATURE, LlmConfig, LlmProviderKind, MaxTokensField, StructuredOutput};
 mod providers;
@@ -111,6 +113,8 @@ pub struct Config {
     pub sweep_interval: Duration,
     pub otlp_endpoint: Option<String>,
     pub log_format: LogFormat,
+    /// `RATE_LIMIT_*`, `CLIENT_IP_HEADER`, `CLIENT_IP_HOPS`.
+    pub limits: RateLimits,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -297,6 +301,7 @@ impl Config {
             sweep_interval: Duration::from_secs(sweep_s),
             otlp_endpoint: var("OTEL_EXPORTER_OTLP_ENDPOINT"),
             log_format,
+            limits: limits::read(&var)?,
         };
         config.refuse_development_defaults_in_production()?;
         Ok(config)

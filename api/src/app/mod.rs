@@ -109,6 +109,7 @@ impl Application {
         let sandbox_header = config.sandbox_header();
         let cors = cors(&sandbox_header);
         let stopped = stop.subscribe();
+        let limits = crate::limits::Limits::new(&config.limits);
         let state = AppState::new(Inner {
             config,
             schemas,
@@ -122,17 +123,23 @@ impl Application {
             wallets,
             reconcile: Default::default(),
             metrics: Default::default(),
+            limits,
             clock,
             sweeps,
             push_retries: crate::paid::retries::Retries::new(stopped.clone()),
             worker_process: liveness.as_ref().map(|l| l.key()),
         });
+        tokio::spawn(forget_idle_clients(state.clone(), stopped.clone()));
         tokio::spawn(crate::paid::reconcile::run(
             state.clone(),
             state.config.sweep_interval,
             stopped,
         ));
-        let router = routes::router(state)
+        let router = routes::router(state.clone())
+            .layer(axum::middleware::from_fn_with_state(
+                state,
+                crate::limits::middleware,
+            ))
             .layer(cors)
             .layer(CatchPanicLayer::custom(|_| {
                 ApiError::internal("handler panicked").into_response()
@@ -155,7 +162,11 @@ impl Application {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
-        let served = axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown);
+        // The peer's address reaches the rate limits (`crate::limits`).
+        let service = self
+            .router
+            .into_make_service_with_connect_info::<SocketAddr>();
+        let served = axum::serve(self.listener, service).with_graceful_shutdown(shutdown);
         let lost = async {
             match &self.liveness {
                 Some(l) => l.lost().await,
@@ -172,6 +183,16 @@ impl Application {
         };
         let _ = self.stop.send(true);
         served
+    }
+}
+
+/// Every minute, the rate limits forget clients whose budget is whole again.
+async fn forget_idle_clients(state: AppState, mut stopped: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_secs(60)) => state.limits.forget_idle(),
+            _ = stopped.changed() => return,
+        }
     }
 }
 

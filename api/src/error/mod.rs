@@ -112,6 +112,10 @@ pub enum ApiError {
     /// 503: no `X402_PAY_TO` configured.
     #[error("payments are not configured on this server")]
     PaymentsDisabled,
+    /// 429: this client (by address) or payer (by new paid calls) is over its rate limit; never
+    /// a paid repeat or a payment retry (`crate::limits`).
+    #[error("too many requests from this client: wait Retry-After seconds and try again")]
+    RateLimited { retry_after_s: u64 },
     /// 500: a bug or an outage. The cause, with its own sources, is logged; the client gets
     /// only the request id.
     #[error("internal error")]
@@ -157,7 +161,8 @@ impl ApiError {
             ApiError::RequestInProgress { retry_after_s }
             | ApiError::StillRunning { retry_after_s, .. }
             | ApiError::SettlementPending { retry_after_s, .. }
-            | ApiError::SettlementUnavailable { retry_after_s } => Some(*retry_after_s),
+            | ApiError::SettlementUnavailable { retry_after_s }
+            | ApiError::RateLimited { retry_after_s } => Some(*retry_after_s),
             ApiError::Unavailable(_) | ApiError::PaymentsDisabled => {
                 Some(NOT_ON_SALE_RETRY_AFTER_S)
             }
@@ -194,6 +199,7 @@ impl ApiError {
             ApiError::Unavailable(_)
             | ApiError::PaymentsDisabled
             | ApiError::SettlementUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -225,6 +231,7 @@ impl ApiError {
             ApiError::Unavailable(_) => "unavailable",
             ApiError::SettlementUnavailable { .. } => "settlement_unavailable",
             ApiError::PaymentsDisabled => "payments_disabled",
+            ApiError::RateLimited { .. } => "rate_limited",
             ApiError::Internal(_) => "internal",
         }
     }

@@ -101,6 +101,22 @@ impl ServerHandler for GroveMcp {
         let span = tracing::info_span!("mcp.call_tool", request_id = %id, tool = %request.name);
         // rmcp moves the request's `_meta` into the context. A null payment is no payment.
         let payment = cx.meta.get(PAYMENT).filter(|p| !p.is_null());
+        // A call without a payment is a free or unpaid one: the address limit applies, as on
+        // HTTP. One carrying a payment (a paid repeat, a payment retry) is never limited here.
+        if payment.is_none()
+            && let Some(parts) = cx.extensions.get::<Parts>()
+            && let Err(limited) = crate::limits::check_mcp(
+                &self.state,
+                &parts.headers,
+                crate::limits::peer_ip(&parts.extensions),
+            )
+        {
+            return Ok(
+                request_id::scope(id, async { super::answer::refusal(&limited) })
+                    .await
+                    .into(),
+            );
+        }
         let result = request_id::scope(
             id,
             call::run(

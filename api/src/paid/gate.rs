@@ -90,6 +90,7 @@ pub async fn purchase(
         key.as_ref(),
     );
     let request_hash = idempotency::request_hash(path, &canonical);
+    payer_within_limit(state, &payment, &scope).await?;
     let deadline = Instant::now() + state.config.call_deadline;
     let requirements = terms.requirements(payment.version);
     let settle_request = SettleRequest::for_payment(&payment, requirements);
@@ -115,6 +116,30 @@ pub async fn purchase(
         }
     };
     ended::deliver(state, &terms, product.labels().mode, &payment, ended).await
+}
+
+/// The payer's limit on new paid calls (`crate::limits`). Over it, a request is refused only if
+/// it would buy something new: a repeat of a held request, or a payment already reserved (a retry),
+/// goes on, since what it is owed was already paid for. Nothing is reserved before a refusal, so
+/// the same payment stays good once the wait is over.
+async fn payer_within_limit(
+    state: &AppState,
+    payment: &VerifiedPayment,
+    scope: &Scope,
+) -> Result<(), ApiError> {
+    let payer = format!("{:#x}", payment.payer);
+    let Err(wait) = state.limits.check_payer(&payer) else {
+        return Ok(());
+    };
+    let nonce = format!("{:#x}", payment.nonce);
+    if ledger::is_known(&state.db, &payer, &nonce, &scope.key, state.clock.wall()).await? {
+        return Ok(());
+    }
+    state.metrics.rate_limited("payer");
+    tracing::info!(%payer, "new paid call over the payer's rate limit");
+    Err(ApiError::RateLimited {
+        retry_after_s: wait,
+    })
 }
 
 /// Claims the scope, reserves the authorization and records the call (`ledger::claim`).

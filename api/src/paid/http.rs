@@ -22,8 +22,21 @@ pub async fn serve(
     product: &dyn Product,
 ) -> Result<Response, ApiError> {
     let payment = PaymentPayload::from_headers(headers);
-    let delivery = gate::purchase(state, payment, key, product).await?;
-    Ok(render(delivery))
+    match gate::purchase(state, payment, key, product).await {
+        Ok(delivery) => Ok(render(delivery)),
+        // The address that sent a payment header we refused is charged for it
+        // (`limits::middleware`): forged payments skip the address limit otherwise.
+        Err(ApiError::PaymentRequired(challenge))
+            if challenge.error.starts_with("payment_invalid") =>
+        {
+            let mut response = ApiError::PaymentRequired(challenge).into_response();
+            response
+                .extensions_mut()
+                .insert(crate::limits::PaymentRefused);
+            Ok(response)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn render(delivery: Delivery) -> Response {

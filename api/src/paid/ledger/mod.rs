@@ -12,7 +12,7 @@ pub use outcome::{Recorded, record_outcome, record_outcome_starting};
 use chrono::{DateTime, Utc};
 use grove_common::db::{
     calls::status,
-    entities::{call, payment},
+    entities::{call, idempotency, payment},
     payments::status as pay_status,
 };
 use sea_orm::{
@@ -103,6 +103,31 @@ pub async fn reopen_failed(
         .exec(db)
         .await?;
     Ok(res.rows_affected == 1)
+}
+
+/// Whether a request is a repeat: its authorization is already reserved (a payment retry), or its
+/// idempotency scope is held by a call inside its window (a paid repeat, perhaps re-signed).
+pub async fn is_known(
+    db: &DatabaseConnection,
+    payer: &str,
+    nonce: &str,
+    scope: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let reserved = payment::Entity::find()
+        .filter(payment::Column::Payer.eq(payer))
+        .filter(payment::Column::Nonce.eq(nonce))
+        .one(db)
+        .await?
+        .is_some();
+    if reserved {
+        return Ok(true);
+    }
+    Ok(idempotency::Entity::find_by_id(scope.to_owned())
+        .filter(idempotency::Column::ExpiresAt.gt(now))
+        .one(db)
+        .await?
+        .is_some())
 }
 
 /// The reason a used authorization's settlement was refused, if it was: a repeat that arrives

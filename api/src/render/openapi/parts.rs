@@ -128,6 +128,7 @@ pub(super) fn paid_operation(
             "409": error_with_retry_after("request_in_progress (with Retry-After), or an action refused before payment (recipient_opted_out, cooldown_active)."),
             "413": error_response("Body over 2 MiB."),
             "415": error_response("Content type is not application/json."),
+            "429": error_with_retry_after("rate_limited: too many unpaid requests from this address, or new paid calls from this payer; nothing was reserved or charged, and the same payment stays valid after Retry-After. A paid repeat and a payment retry are never limited."),
             "422": error_response(&format!("validation_failed (every violation with its JSON pointer). On the review request: one problem keeps validation_failed (or consent_invalid for consent), more than one answers invalid_request, and every detail carries its own code ({}). Also mode_not_offered, idempotency_key_reused, invalid_idempotency_key.", detail_codes())),
             "502": error_response("upstream_failed after settlement; the body carries the receipt and a retry is free."),
             "503": error_with_retry_after("unavailable, payments_disabled, or settlement_unavailable (our facilitator credentials were refused, or our chain endpoint is down: the identical retry with the same payment works once fixed); nothing was charged."),
