@@ -7,6 +7,7 @@ pub mod completion;
 pub mod config;
 pub mod consumers;
 pub mod db;
+pub mod health;
 pub mod http_client;
 pub mod jobs;
 pub mod money;
