@@ -21,10 +21,11 @@
 //! `docs/provider-health.md` argues the numbers and the probes.
 
 mod gates;
+pub mod reasons;
 pub mod store;
 mod window;
 
-pub use gates::{Gates, Outage};
+pub use gates::{Gates, Outage, PROBE_TIMEOUT, REFRESH};
 
 use crate::config::{Config, SmsProviderKind};
 use chrono::{DateTime, Utc};
