@@ -7,7 +7,7 @@
 
 use super::{
     ended::{self, Delivery, Ended},
-    fulfil,
+    fulfil, health,
     idempotency::{self, Kind, Scope},
     ledger::{self, Claim, NewCall, NewPayment, Recorded},
     product::{NotSold, Product},
@@ -58,8 +58,12 @@ pub async fn purchase(
     });
     let payment = match verified {
         Ok(Some(p)) => p,
-        Ok(None) => return Err(terms.refuse(codes::PAYMENT_REQUIRED)),
+        Ok(None) => {
+            health::before_price(state, product)?;
+            return Err(terms.refuse(codes::PAYMENT_REQUIRED));
+        }
         Err(rejection) => {
+            health::before_price(state, product)?;
             state.metrics.payment_rejected(rejection.reason());
             tracing::info!(reason = rejection.reason(), "payment refused");
             return Err(terms.refuse(&codes::payment_invalid(rejection.reason())));
