@@ -25,7 +25,7 @@ impl Default for HealthPolicy {
             window: Duration::from_secs(30),
             failures: 5,
             probe_after: Duration::from_secs(5),
-            probe_max: Duration::from_secs(30),
+            probe_max: Duration::from_secs(15),
         }
     }
 }
