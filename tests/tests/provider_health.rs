@@ -79,13 +79,78 @@ async fn gate_state(rig: &PaidApp, provider: &str) -> String {
         .to_owned()
 }
 
-async fn model_outage_is_not_sold_and_paid_calls_finish_after_it(opts: Options) {
+/// A `worker` process of the rig's, with its health endpoint; killed when dropped.
+struct WorkerProcess {
+    child: std::process::Child,
+    health: String,
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl WorkerProcess {
+    fn start(rig: &PaidApp) -> Self {
+        let addr = format!("127.0.0.1:{}", grove_tests::free_port());
+        let child = rig.start_worker_process_with(&[("WORKER_HEALTH_ADDR", &addr)]);
+        Self {
+            child,
+            health: format!("http://{addr}"),
+        }
+    }
+
+    /// The model gate's state as the worker's `/readyz` shows it, and its `/metrics` line.
+    async fn gate(&self, rig: &PaidApp) -> (String, Option<f64>) {
+        let get = |path: &str| rig.app.client.get(format!("{}{path}", self.health)).send();
+        let Ok(ready) = get("/readyz").await else {
+            return ("unreachable".into(), None);
+        };
+        let ready: Value = ready.json().await.unwrap_or_default();
+        let state = ready["gates"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|g| g["provider"] == MODEL_GATE)
+            .and_then(|g| g["state"].as_str())
+            .unwrap_or("missing")
+            .to_owned();
+        let metrics = match get("/metrics").await {
+            Ok(r) => r.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        let open = format!("grove_provider_gate_open{{provider=\"{MODEL_GATE}\"}}");
+        (state, series(&metrics, &open))
+    }
+}
+
+/// `worker_process`: the jobs run in a separate `worker` binary (through Redis), whose own
+/// `/readyz` and `/metrics` must show the gate too.
+async fn model_outage_is_not_sold_and_paid_calls_finish_after_it(
+    opts: Options,
+    worker_process: bool,
+) {
+    let mut extra_env = fast_gates();
+    if worker_process {
+        extra_env.push(("REDIS_URL".into(), grove_tests::paid::REDIS_URL.into()));
+        extra_env.push(("QUEUE_NAMESPACE".into(), grove_tests::paid::namespace()));
+    }
     let rig = spawn_paid(Options {
         deadline_s: 4,
-        extra_env: fast_gates(),
+        extra_env,
         ..opts
     })
     .await;
+    let worker = worker_process.then(|| WorkerProcess::start(&rig));
+    if let Some(w) = &worker {
+        wait_until(
+            "the worker's health endpoint shows the closed gate",
+            async || w.gate(&rig).await == ("closed".into(), Some(0.0)),
+        )
+        .await;
+    }
     let bodies = [question(1), question(2)];
     // Two callers hold prices quoted while the model was up.
     let mut payments = Vec::new();
@@ -192,6 +257,11 @@ async fn model_outage_is_not_sold_and_paid_calls_finish_after_it(opts: Options) 
     );
     let open = format!("grove_provider_gate_open{{provider=\"{MODEL_GATE}\"}}");
     assert_eq!(series(&metrics, &open), Some(1.0));
+    if let Some(w) = &worker {
+        let (state, gauge) = w.gate(&rig).await;
+        assert!(["open", "half_open"].contains(&state.as_str()), "{state}");
+        assert_eq!(gauge, Some(1.0));
+    }
 
     // The repeat of a paid call is never refused: it is the paid call's answer (a free re-run,
     // failed fast while the model is down), not a 503.
@@ -211,6 +281,12 @@ async fn model_outage_is_not_sold_and_paid_calls_finish_after_it(opts: Options) 
     .await;
     assert!(rig.llm.probes() >= 1, "closed by a probe");
     assert_eq!(gate_state(&rig, MODEL_GATE).await, "closed");
+    if let Some(w) = &worker {
+        wait_until("the worker shows the gate closed", async || {
+            w.gate(&rig).await == ("closed".into(), Some(0.0))
+        })
+        .await;
+    }
 
     // The calls paid before the gate opened complete on their own: their receipts show the
     // result, with one model call each, and nothing is settled again.
@@ -238,12 +314,17 @@ async fn model_outage_is_not_sold_and_paid_calls_finish_after_it(opts: Options) 
 
 #[tokio::test]
 async fn embedded_model_outage_is_not_sold_and_paid_calls_finish_after_it() {
-    model_outage_is_not_sold_and_paid_calls_finish_after_it(Options::default()).await;
+    model_outage_is_not_sold_and_paid_calls_finish_after_it(Options::default(), false).await;
 }
 
 #[tokio::test]
 async fn distributed_model_outage_is_not_sold_and_paid_calls_finish_after_it() {
-    model_outage_is_not_sold_and_paid_calls_finish_after_it(redis(1)).await;
+    model_outage_is_not_sold_and_paid_calls_finish_after_it(redis(1), false).await;
+}
+
+#[tokio::test]
+async fn a_worker_process_shows_the_model_outage_and_the_api_refuses_from_what_it_saw() {
+    model_outage_is_not_sold_and_paid_calls_finish_after_it(Options::default(), true).await;
 }
 
 /// A review request for `phone` whose consent is a month old by the rig's clock.

@@ -64,9 +64,21 @@ impl Gates {
         gates.refresh().await?;
         let weak = Arc::downgrade(&gates.0);
         tokio::spawn(async move {
+            // Said once when the database stops answering, and once when it answers again: the
+            // gates stay as last read meanwhile.
+            let mut failing = false;
             while let Some(gates) = upgrade(&weak) {
-                if let Err(e) = gates.refresh().await {
-                    tracing::warn!(error = %e, "could not read the providers' health gates");
+                match gates.refresh().await {
+                    Ok(()) if failing => {
+                        failing = false;
+                        tracing::info!("reading the providers' health gates again");
+                    }
+                    Ok(()) => {}
+                    Err(e) if !failing => {
+                        failing = true;
+                        tracing::warn!(error = %e, "could not read the providers' health gates; keeping them as last read");
+                    }
+                    Err(_) => {}
                 }
                 drop(gates);
                 tokio::time::sleep(REFRESH).await;
@@ -91,9 +103,12 @@ impl Gates {
         all
     }
 
-    /// Work needing `provider` may be sold or sent (true for a provider without a gate).
+    /// Work needing `provider` may be sold or sent (true for a provider without a gate). Asked
+    /// before every model call: one read lock, nothing copied.
     pub fn admits(&self, provider: &ProviderId) -> bool {
-        self.view(provider).is_none_or(|v| v.admits())
+        self.rows()
+            .get(provider.as_str())
+            .is_none_or(|row| row.state == state::CLOSED)
     }
 
     /// While `provider`'s gate does not admit: how long a refused client should wait.
@@ -129,10 +144,15 @@ impl Gates {
         let tripped = {
             let mut windows = lock(&self.0.windows);
             let policy = &self.0.policy;
-            windows
-                .entry(provider.as_str().to_owned())
-                .or_insert_with(|| Window::new(policy.window.as_secs(), policy.failures))
-                .record(second, failed)
+            match windows.get_mut(provider.as_str()) {
+                Some(window) => window.record(second, failed),
+                None => {
+                    let mut window = Window::new(policy.window.as_secs(), policy.failures);
+                    let tripped = window.record(second, failed);
+                    windows.insert(provider.as_str().to_owned(), window);
+                    tripped
+                }
+            }
         };
         if !tripped {
             return;
