@@ -191,9 +191,14 @@ pub fn row(args: &Args, c: Recorded) -> Row {
         let unpriced: u32 = calls.iter().chain(reviews).map(|o| o.unpriced).sum();
         let waited = calls.iter().filter(|o| o.unpriced > 0).count();
         let probes = arrivals.iter().filter(|(_, r)| r.is_none()).count();
+        // Paid while the model was down: answered with a failure first, the result later.
+        let failed_first = paid
+            .iter()
+            .filter(|i| calls[**i].attempts > 1 && calls[**i].ok_at.is_some())
+            .count();
         let _ = write!(
             notes,
-            "; unpaid requests answered 503 instead of a price: {unpriced} (from {waited} clients, each of which paid once priced again); paid calls whose result reached them only through the receipt: {by_receipt}; model gate: {}; probes and other requests without a call: {probes}",
+            "; unpaid requests answered 503 instead of a price: {unpriced} (from {waited} clients); paid calls answered with a failure first and their result on a later retry: {failed_first}; paid calls whose result reached them only through the receipt: {by_receipt}; model gate: {}; probes and other requests without a call: {probes}",
             if c.timeline.is_empty() {
                 "never seen open".to_owned()
             } else {
