@@ -25,10 +25,11 @@
 //!
 //! "Model down for 30 s under load": the model's address refuses connections for 30 s, a third
 //! into the arrivals. There every client asks for its own price first, as an x402 client does,
-//! and waits out a `503 model_unavailable` by its `Retry-After`; "money taken without a result"
-//! then also counts a paid call whose receipt shows its result by the end of the drain (the
-//! service re-runs calls that failed in the outage once the model's gate closes), and the notes
-//! give the gate's timeline as `/readyz` showed it and the unpaid requests refused.
+//! and waits out a `503 model_unavailable` by its `Retry-After`; the notes give the gate's
+//! timeline as `/readyz` showed it and the unpaid requests refused. In every scenario, a paid
+//! call whose client gave up without a 200 but whose receipt shows the result by the end of a
+//! 60 s drain counts as delivered, not as money taken without a result (the service finishes
+//! paid work by itself, e.g. re-runs calls that failed in a model outage once its gate closes).
 //!
 //! Modules: `procs` (Redis, api, workers, supervisor), `model` (recording proxy), `client`
 //! (retrying clients), `faults` (the injector), `run` (one scenario), `count` (its row).
