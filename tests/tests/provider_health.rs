@@ -67,8 +67,10 @@ fn series(metrics: &str, line: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(line)?.strip_prefix(' ')?.parse().ok())
 }
 
+/// The gate's state in the api's `/readyz` (shown whether or not the api is ready: a worker
+/// process may not have registered with the queue yet).
 async fn gate_state(rig: &PaidApp, provider: &str) -> String {
-    let ready = rig.app.get_json("/readyz").await;
+    let ready: Value = rig.app.get("/readyz").await.json().await.expect("json");
     ready["gates"]
         .as_array()
         .into_iter()

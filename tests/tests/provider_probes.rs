@@ -36,7 +36,11 @@ async fn model_probe_follows_the_provider(kind: LlmProviderKind) {
     fake.come_back().await;
     provider.probe().await.expect("back");
 
-    assert_eq!(fake.probes(), 3, "two passed, one 5xx; the one while down never arrived");
+    assert_eq!(
+        fake.probes(),
+        3,
+        "two passed, one 5xx; the one while down never arrived"
+    );
     assert_eq!(fake.received(), 0, "probes are not paid calls");
 }
 

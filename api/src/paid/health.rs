@@ -8,7 +8,7 @@
 //! re-run) and the payment that answers a price quoted before the gate opened are never refused.
 //! A call paid that way and failed in the outage is re-run once the gate closes (`rerun`).
 
-use super::product::Product;
+use super::{Kind, product::Product};
 use crate::{error::ApiError, state::AppState};
 
 /// `Err(ProviderUnavailable)` while `product`'s provider's gate does not admit.
@@ -25,4 +25,14 @@ pub(super) fn before_price(state: &AppState, product: &dyn Product) -> Result<()
         provider: provider.kind(),
         retry_after_s: wait.as_secs(),
     })
+}
+
+/// A failed coaching call's repeat while the model's gate is open: its re-run would only fail
+/// fast, so it is left to `rerun`, which re-runs it once the gate closes (the repeat gets the
+/// failure and its receipt at once).
+pub(super) fn left_for_later(state: &AppState, product: &dyn Product) -> bool {
+    product.kind() == Kind::Coaching
+        && product
+            .provider(&state.config)
+            .is_some_and(|p| !state.gates.admits(&p))
 }

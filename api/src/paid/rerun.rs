@@ -29,16 +29,6 @@ use sea_orm::{ColumnTrait, Condition, DbErr, EntityTrait, QueryFilter, QueryOrde
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// A failed coaching call's repeat while the model's gate is open: its re-run would only fail
-/// fast, so it is left to this module, which re-runs it once the gate closes (the repeat gets
-/// the failure and its receipt at once).
-pub(super) fn left_for_later(state: &AppState, product: &dyn super::Product) -> bool {
-    product.kind() == super::Kind::Coaching
-        && product
-            .provider(&state.config)
-            .is_some_and(|p| !state.gates.admits(&p))
-}
-
 /// How often a closed gate's last outage is looked at.
 const TICK: Duration = Duration::from_secs(1);
 /// Calls reopened per look, so a recovering provider gets the backlog in steps.
