@@ -78,6 +78,7 @@ async fn embedded(foundation: &Foundation) -> Result<BackEnd, StartError> {
     use grove_common::{
         completion::Completions,
         db::{self, liveness::Liveness},
+        health::{Gates, ProviderId},
     };
     use grove_worker::WorkerError;
     let config = foundation.config();
@@ -85,6 +86,15 @@ async fn embedded(foundation: &Foundation) -> Result<BackEnd, StartError> {
     let liveness = Liveness::claim(foundation.db(), &db::url(config))
         .await
         .map_err(WorkerError::from)?;
+    // One set of gates for the api and the worker beside it: what a job sees is what the next
+    // unpaid request is answered from.
+    let gates = Gates::start(
+        foundation.db().clone(),
+        config.health,
+        &ProviderId::configured(config),
+    )
+    .await
+    .map_err(WorkerError::from)?;
     let (queue, storages) = grove_worker::runtime::memory_queue();
     let parts = grove_worker::Parts {
         db: foundation.db().clone(),
@@ -94,6 +104,7 @@ async fn embedded(foundation: &Foundation) -> Result<BackEnd, StartError> {
         clock: Arc::clone(foundation.clock()),
         sweeps: Arc::default(),
         liveness: Arc::clone(&liveness),
+        gates: gates.clone(),
     };
     let sweeps = Arc::clone(&parts.sweeps);
     let deps = grove_worker::deps(config, parts)?;
@@ -109,6 +120,7 @@ async fn embedded(foundation: &Foundation) -> Result<BackEnd, StartError> {
         completions,
         sweeps: Some(sweeps),
         liveness: Some(liveness),
+        gates: Some(gates),
     })
 }
 

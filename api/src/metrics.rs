@@ -1,7 +1,8 @@
 //! Prometheus metrics an operator would graph: calls by mode and outcome, settlements, payment
-//! refusals, job latency (enqueue to outcome, as the API sees it) and queue depth.
+//! refusals, job latency (enqueue to outcome, as the API sees it), queue depth, and the
+//! providers' health gates (open or not, and the requests each refused).
 
-use grove_common::jobs::SweepStats;
+use grove_common::{health::GateView, jobs::SweepStats};
 use std::{collections::BTreeMap, fmt::Write, sync::Mutex, time::Duration};
 
 const LATENCY_BUCKETS_S: [f64; 13] = [
@@ -21,6 +22,7 @@ struct Inner {
     settlements: BTreeMap<String, u64>,
     payment_refusals: BTreeMap<String, u64>,
     rate_limited: BTreeMap<&'static str, u64>,
+    gate_refusals: BTreeMap<String, u64>,
     job_latency: Histogram,
 }
 
@@ -65,6 +67,11 @@ impl Metrics {
         self.with(|m| *m.rate_limited.entry(limit).or_default() += 1);
     }
 
+    /// A request answered 503 instead of a price because `provider`'s health gate was open.
+    pub fn gate_refusal(&self, provider: &str) {
+        self.with(|m| *m.gate_refusals.entry(provider.to_owned()).or_default() += 1);
+    }
+
     pub fn job_latency(&self, elapsed: Duration) {
         let s = elapsed.as_secs_f64();
         self.with(|m| {
@@ -80,7 +87,12 @@ impl Metrics {
     }
 
     /// Prometheus text exposition format.
-    pub fn render(&self, queue: &QueueGauges, sweeps: Option<&SweepStats>) -> String {
+    pub fn render(
+        &self,
+        queue: &QueueGauges,
+        sweeps: Option<&SweepStats>,
+        gates: &[GateView],
+    ) -> String {
         let mut out = String::new();
         let Ok(m) = self.0.lock() else { return out };
         let _ = writeln!(
@@ -116,6 +128,30 @@ impl Metrics {
         );
         for (limit, n) in &m.rate_limited {
             let _ = writeln!(out, "grove_rate_limited_total{{limit=\"{limit}\"}} {n}");
+        }
+        let _ = writeln!(
+            out,
+            "# HELP grove_gate_refusals_total Requests answered 503 instead of a price because their provider's health gate was open, by provider.\n# TYPE grove_gate_refusals_total counter"
+        );
+        for g in gates {
+            let n = m.gate_refusals.get(&g.provider).copied().unwrap_or(0);
+            let _ = writeln!(
+                out,
+                "grove_gate_refusals_total{{provider=\"{}\"}} {n}",
+                label(&g.provider)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP grove_provider_gate_open 1 while a provider's health gate is open (or half-open): its paid work is not priced.\n# TYPE grove_provider_gate_open gauge"
+        );
+        for g in gates {
+            let _ = writeln!(
+                out,
+                "grove_provider_gate_open{{provider=\"{}\"}} {}",
+                label(&g.provider),
+                u8::from(!g.admits())
+            );
         }
         let h = &m.job_latency;
         let _ = writeln!(
@@ -178,4 +214,12 @@ impl Metrics {
         }
         out
     }
+}
+
+/// A label value as Prometheus' text format writes it (a model name is the operator's text).
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }

@@ -9,7 +9,8 @@ use crate::{
     },
 };
 use grove_common::{
-    clock::Clock, completion::Completions, config::Config, queue::JobQueue, schema::SchemaRegistry,
+    clock::Clock, completion::Completions, config::Config, health::Gates, queue::JobQueue,
+    schema::SchemaRegistry,
 };
 use sea_orm::DatabaseConnection;
 use std::sync::Arc;
@@ -48,6 +49,9 @@ pub struct Inner {
     /// settled coaching call's run starts in the transaction that records the settlement,
     /// leased to that worker (`ledger::record_outcome_starting`).
     pub worker_process: Option<i64>,
+    /// The providers' health gates, as this process last read them: a product whose provider's
+    /// gate is open answers 503 instead of a price (`paid::health`).
+    pub gates: Gates,
 }
 
 impl AppState {

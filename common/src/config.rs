@@ -7,6 +7,8 @@ mod cdp;
 pub use cdp::{CDP_FACILITATOR_URL, CdpCredentials, CdpKey};
 mod limits;
 pub use limits::{ClientIp, Rate, RateLimits};
+mod health;
+pub use health::HealthPolicy;
 mod llm;
 pub use llm::{DEFAULT_TEMPERATURE, LlmConfig, LlmProviderKind, MaxTokensField, StructuredOutput};
 mod providers;
@@ -107,6 +109,8 @@ pub struct Config {
     pub sms_provider: SmsProviderKind,
     pub twilio: Option<TwilioConfig>,
     pub call_deadline: Duration,
+    /// `HEALTH_*`: when a provider's health gate opens, and how it is probed.
+    pub health: HealthPolicy,
     /// `WORKER_CONCURRENCY`: jobs of one kind a worker process runs at once (1-1024).
     pub worker_concurrency: usize,
     /// How often the sweeper looks for due review sends and follow-ups.
@@ -266,6 +270,7 @@ impl Config {
                 ));
             }
         };
+        let health = health::read(&var)?;
         let log_format = match var("LOG_FORMAT").as_deref() {
             None | Some("pretty") => LogFormat::Pretty,
             Some("json") => LogFormat::Json,
@@ -297,6 +302,7 @@ impl Config {
             sms_provider,
             twilio,
             call_deadline: Duration::from_secs(deadline_s),
+            health,
             worker_concurrency,
             sweep_interval: Duration::from_secs(sweep_s),
             otlp_endpoint: var("OTEL_EXPORTER_OTLP_ENDPOINT"),

@@ -8,6 +8,7 @@ pub mod config;
 pub mod consumers;
 pub mod db;
 pub mod doctor;
+pub mod health;
 pub mod http_client;
 pub mod jobs;
 pub mod money;

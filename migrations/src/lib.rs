@@ -16,6 +16,7 @@ mod m20261124_000008_lease_process;
 mod m20261125_000009_json_as_written;
 mod m20261125_000010_claim_refusal;
 mod m20261127_000011_payments_in_flight;
+mod m20261127_000020_provider_gates;
 
 pub struct Migrator;
 
@@ -34,6 +35,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261125_000009_json_as_written::Migration),
             Box::new(m20261125_000010_claim_refusal::Migration),
             Box::new(m20261127_000011_payments_in_flight::Migration),
+            Box::new(m20261127_000020_provider_gates::Migration),
         ]
     }
 }

@@ -307,3 +307,83 @@ pub async fn serve_loopback(app: axum::Router) -> (String, oneshot::Sender<()>) 
     });
     (format!("http://{addr}"), stop)
 }
+
+/// A loopback server that can go down the way a provider's address does (connections refused,
+/// open ones closed) and come back on the same port.
+pub struct Switchable {
+    addr: std::net::SocketAddr,
+    router: axum::Router,
+    running: tokio::sync::Mutex<Option<(oneshot::Sender<()>, tokio::task::JoinHandle<()>)>>,
+}
+
+impl Switchable {
+    /// Serves `router` on 127.0.0.1:0.
+    pub async fn serve(router: axum::Router) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local address");
+        let s = Self {
+            addr,
+            router,
+            running: tokio::sync::Mutex::default(),
+        };
+        *s.running.lock().await = Some(s.spawn(listener));
+        s
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn spawn(
+        &self,
+        listener: tokio::net::TcpListener,
+    ) -> (oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+        let (stop, stopped) = oneshot::channel::<()>();
+        let router = self.router.clone();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        (stop, task)
+    }
+
+    /// Stops listening and closes the connections (answers in progress finish first, for up to
+    /// five seconds); connecting is refused until `up`.
+    pub async fn down(&self) {
+        if let Some((stop, task)) = self.running.lock().await.take() {
+            let _ = stop.send(());
+            let abort = task.abort_handle();
+            if tokio::time::timeout(std::time::Duration::from_secs(5), task)
+                .await
+                .is_err()
+            {
+                abort.abort();
+            }
+        }
+    }
+
+    /// Listens on the same port again (after `down`).
+    pub async fn up(&self) {
+        let mut running = self.running.lock().await;
+        if running.is_some() {
+            return;
+        }
+        let listener = tokio::net::TcpListener::bind(self.addr)
+            .await
+            .expect("the same port again");
+        *running = Some(self.spawn(listener));
+    }
+}
+
+impl Drop for Switchable {
+    fn drop(&mut self) {
+        if let Some((stop, _)) = self.running.get_mut().take() {
+            let _ = stop.send(());
+        }
+    }
+}

@@ -4,6 +4,11 @@
 //! Each request takes the next scripted reply (or `Reply::Valid` when the script is empty).
 //! A valid answer is the model part of the mode's sandbox sample, which traces its numbers to
 //! the caller in `callers.json` (`caller_body`).
+//!
+//! The worker's health probes (`grove_worker::llm::probe::PROBE_PROMPT`) are answered apart:
+//! counted in `probes`, never in `received`, and they take nothing from the script. The model can
+//! go down (`go_down`: its port refuses connections) or fail every request with a 5xx
+//! (`fail_all`), probes included, and come back.
 
 use axum::{
     Json, Router,
@@ -70,6 +75,8 @@ pub enum Reply {
 struct Inner {
     script: Mutex<VecDeque<Reply>>,
     received: AtomicUsize,
+    probes: AtomicUsize,
+    failing: std::sync::atomic::AtomicBool,
     completed: AtomicUsize,
     bodies: Mutex<Vec<Value>>,
     released: tokio::sync::watch::Sender<bool>,
@@ -79,7 +86,11 @@ struct Inner {
 pub struct FakeLlm {
     inner: Arc<Inner>,
     base: String,
+    server: Arc<crate::Switchable>,
 }
+
+/// Marks the worker's health probe (`grove_worker::llm::probe::PROBE_PROMPT`).
+const PROBE_MARK: &str = "Grove health probe";
 
 const USAGE_IN: u64 = 120;
 const USAGE_OUT: u64 = 80;
@@ -91,15 +102,32 @@ impl FakeLlm {
             .route("/v1/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
             .with_state(Arc::clone(&inner));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move { axum::serve(listener, router).await });
+        let server = crate::Switchable::serve(router).await;
         Self {
             inner,
-            base: format!("http://{addr}"),
+            base: server.url(),
+            server: Arc::new(server),
         }
+    }
+
+    /// The model's address refuses connections (the provider is down) until `come_back`.
+    pub async fn go_down(&self) {
+        self.server.down().await;
+    }
+
+    pub async fn come_back(&self) {
+        self.server.up().await;
+    }
+
+    /// Every request, probes included, answers a server error (500 from the OpenAI format, 529
+    /// from Anthropic's) while `failing`.
+    pub fn fail_all(&self, failing: bool) {
+        self.inner.failing.store(failing, Ordering::SeqCst);
+    }
+
+    /// Health probes received.
+    pub fn probes(&self) -> usize {
+        self.inner.probes.load(Ordering::SeqCst)
     }
 
     /// Base URL for `LLM_BASE_URL` (OpenAI-compatible servers include `/v1`).
@@ -145,7 +173,34 @@ impl FakeLlm {
     }
 }
 
-fn next(inner: &Inner, body: &Value) -> Reply {
+/// A health probe: answered apart from the script, unless the model is failing.
+fn probe(inner: &Inner, body: &Value) -> Option<Reply> {
+    let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
+    let is_probe = matches!(messages, [only] if only["content"].as_str().is_some_and(|c| c.contains(PROBE_MARK)));
+    if !is_probe {
+        return None;
+    }
+    inner.probes.fetch_add(1, Ordering::SeqCst);
+    Some(if inner.failing.load(Ordering::SeqCst) {
+        Reply::ServerError
+    } else {
+        Reply::Answer(json!("OK"))
+    })
+}
+
+/// The reply to a request, and whether it is a health probe.
+fn next(inner: &Inner, body: &Value) -> (Reply, bool) {
+    if let Some(reply) = probe(inner, body) {
+        return (reply, true);
+    }
+    (scripted(inner, body), false)
+}
+
+fn scripted(inner: &Inner, body: &Value) -> Reply {
+    if inner.failing.load(Ordering::SeqCst) {
+        inner.received.fetch_add(1, Ordering::SeqCst);
+        return Reply::ServerError;
+    }
     inner.received.fetch_add(1, Ordering::SeqCst);
     if let Ok(mut b) = inner.bodies.lock() {
         b.push(body.clone());
@@ -191,7 +246,7 @@ async fn resolve(inner: &Inner, reply: Reply, mode: Option<&str>) -> Result<Valu
 }
 
 async fn openai(State(inner): State<Arc<Inner>>, Json(body): Json<Value>) -> Response {
-    let reply = next(&inner, &body);
+    let (reply, probing) = next(&inner, &body);
     let mode = body["response_format"]["json_schema"]["name"]
         .as_str()
         .and_then(|n| n.strip_prefix("grove_"))
@@ -224,12 +279,14 @@ async fn openai(State(inner): State<Arc<Inner>>, Json(body): Json<Value>) -> Res
             .into_response(),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": {"message": "The server had an error", "type": "server_error", "code": null}}))).into_response(),
     };
-    inner.completed.fetch_add(1, Ordering::SeqCst);
+    if !probing {
+        inner.completed.fetch_add(1, Ordering::SeqCst);
+    }
     response
 }
 
 async fn anthropic(State(inner): State<Arc<Inner>>, Json(body): Json<Value>) -> Response {
-    let reply = next(&inner, &body);
+    let (reply, probing) = next(&inner, &body);
     let mode = mode_from_text(&body["system"].to_string());
     let usage = json!({"input_tokens": USAGE_IN, "output_tokens": USAGE_OUT});
     let message = |text: String, stop: &str| {
@@ -249,6 +306,8 @@ async fn anthropic(State(inner): State<Arc<Inner>>, Json(body): Json<Value>) -> 
             .into_response(),
         Err(_) => (StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE), Json(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))).into_response(),
     };
-    inner.completed.fetch_add(1, Ordering::SeqCst);
+    if !probing {
+        inner.completed.fetch_add(1, Ordering::SeqCst);
+    }
     response
 }

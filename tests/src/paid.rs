@@ -148,6 +148,13 @@ pub async fn spawn_redis_worker(
     let jobs = JobQueue::redis(&client, &config.queue_namespace)
         .await
         .expect("queue");
+    let gates = grove_common::health::Gates::start(
+        conn.clone(),
+        config.health,
+        &grove_common::health::ProviderId::configured(&config),
+    )
+    .await
+    .expect("health gates");
     let parts = grove_worker::Parts {
         db: conn,
         completions,
@@ -156,6 +163,7 @@ pub async fn spawn_redis_worker(
         clock,
         sweeps: Arc::default(),
         liveness,
+        gates,
     };
     let deps = grove_worker::deps(&config, parts).expect("deps");
     let (ns, sweep) = (config.queue_namespace.clone(), config.sweep_interval);

@@ -4,6 +4,9 @@
 //!
 //! `webhook` builds the form posts Twilio sends us (status callbacks, inbound messages) and
 //! signs them.
+//!
+//! The account fetch (`GET …/Accounts/{sid}.json`, the worker's health probe) is answered and
+//! counted (`probes`); `go_down` makes the whole fake refuse connections until `come_back`.
 
 mod account;
 mod webhook;
@@ -15,7 +18,7 @@ use axum::{
     extract::{Path, State},
     http::{HeaderMap, StatusCode, header::AUTHORIZATION},
     response::{IntoResponse, Response},
-    routing::post,
+    routing::{get, post},
 };
 use base64::{Engine, engine::general_purpose::STANDARD};
 use grove_common::config::{Secret, TwilioConfig};
@@ -28,7 +31,6 @@ use std::{
     },
     time::Duration,
 };
-use tokio::sync::oneshot;
 
 pub const ACCOUNT_SID: &str = "AC00000000000000000000000000000a11";
 /// Doubles as a marker: it must never show up in a log line.
@@ -85,6 +87,7 @@ struct Inner {
     fallback: Mutex<TwilioReply>,
     received: Mutex<Vec<Received>>,
     sends: AtomicUsize,
+    probes: AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -95,15 +98,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub struct FakeTwilio {
     url: String,
     inner: Arc<Inner>,
-    stop: Option<oneshot::Sender<()>>,
-}
-
-impl Drop for FakeTwilio {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
+    server: crate::Switchable,
 }
 
 impl FakeTwilio {
@@ -116,28 +111,37 @@ impl FakeTwilio {
             fallback: Mutex::new(TwilioReply::Queued),
             received: Mutex::default(),
             sends: AtomicUsize::new(0),
+            probes: AtomicUsize::new(0),
         });
         let app = Router::new()
             .route("/2010-04-01/Accounts/{sid}/Messages.json", post(create))
-            .route(
-                "/2010-04-01/Accounts/{file}",
-                axum::routing::get(account::account),
-            )
+            .route("/2010-04-01/Accounts/{file}", get(account))
             .route(
                 "/2010-04-01/Accounts/{sid}/IncomingPhoneNumbers.json",
-                axum::routing::get(account::incoming_numbers),
+                get(account::incoming_numbers),
             )
-            .route(
-                "/v1/Services/{sid}",
-                axum::routing::get(account::messaging_service),
-            )
+            .route("/v1/Services/{sid}", get(account::messaging_service))
             .with_state(inner.clone());
-        let (url, stop) = crate::serve_loopback(app).await;
+        let server = crate::Switchable::serve(app).await;
         Self {
-            url,
+            url: server.url(),
             inner,
-            stop: Some(stop),
+            server,
         }
+    }
+
+    /// Twilio's address refuses connections until `come_back`.
+    pub async fn go_down(&self) {
+        self.server.down().await;
+    }
+
+    pub async fn come_back(&self) {
+        self.server.up().await;
+    }
+
+    /// Account fetches (the worker's health probes) received.
+    pub fn probes(&self) -> usize {
+        self.inner.probes.load(Ordering::SeqCst)
     }
 
     /// `TWILIO_BASE_URL`: the client appends `/2010-04-01/…`.
@@ -184,6 +188,24 @@ impl FakeTwilio {
             STANDARD.encode(format!("{account_sid}:{auth_token}"))
         )
     }
+}
+
+/// `GET /2010-04-01/Accounts/{sid}.json`: the account resource, behind the same Basic auth.
+async fn account(
+    State(inner): State<Arc<Inner>>,
+    Path(file): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    inner.probes.fetch_add(1, Ordering::SeqCst);
+    let authorization = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let expected = FakeTwilio::basic_auth(&inner.account_sid, &inner.auth_token);
+    let sid = file.strip_suffix(".json").unwrap_or_default();
+    if sid != inner.account_sid || authorization != Some(expected.as_str()) {
+        return error(StatusCode::UNAUTHORIZED, 20003, "Authenticate");
+    }
+    let body =
+        json!({"sid": sid, "status": "active", "type": "Full", "friendly_name": "Grove test"});
+    (StatusCode::OK, Json(body)).into_response()
 }
 
 /// Twilio's error body.

@@ -1,6 +1,8 @@
 //! The worker's health endpoint (`WORKER_HEALTH_ADDR`): `/healthz` (the process answers),
-//! `/readyz` (every queue consumer is taking jobs; 503 with each consumer's state otherwise)
-//! and `/metrics` (Prometheus: consumer up, restarts, jobs running).
+//! `/readyz` (every queue consumer is taking jobs; 503 with each consumer's state otherwise;
+//! the providers' health gates as this process reads them, which never make it unready: an
+//! open gate is what it probes) and `/metrics` (Prometheus: consumer up, restarts, jobs
+//! running, gates open).
 
 use crate::runtime::InFlight;
 use axum::{
@@ -10,7 +12,10 @@ use axum::{
     response::IntoResponse,
     routing::get,
 };
-use grove_common::consumers::{Consumers, State as ConsumerState};
+use grove_common::{
+    consumers::{Consumers, State as ConsumerState},
+    health::Gates,
+};
 use serde_json::json;
 use std::{fmt::Write, net::SocketAddr, sync::Arc};
 use tokio::net::TcpListener;
@@ -20,6 +25,7 @@ use tokio::net::TcpListener;
 pub async fn serve(
     addr: SocketAddr,
     consumers: Arc<Consumers>,
+    gates: Gates,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr).await?;
@@ -28,7 +34,7 @@ pub async fn serve(
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics))
-        .with_state(consumers);
+        .with_state(Watched { consumers, gates });
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
@@ -41,12 +47,20 @@ pub async fn serve(
     Ok(bound)
 }
 
-async fn ready(State(consumers): State<Arc<Consumers>>) -> impl IntoResponse {
+/// What the endpoint reports on.
+#[derive(Clone)]
+struct Watched {
+    consumers: Arc<Consumers>,
+    gates: Gates,
+}
+
+async fn ready(State(Watched { consumers, gates }): State<Watched>) -> impl IntoResponse {
     let ok = consumers.ready();
     let body = json!({
         "status": if ok { "ready" } else { "not_ready" },
         "consumers": consumers.snapshot(),
         "jobs_running": InFlight::count(),
+        "gates": gates.all(),
     });
     let code = if ok {
         StatusCode::OK
@@ -56,7 +70,7 @@ async fn ready(State(consumers): State<Arc<Consumers>>) -> impl IntoResponse {
     (code, Json(body))
 }
 
-async fn metrics(State(consumers): State<Arc<Consumers>>) -> impl IntoResponse {
+async fn metrics(State(Watched { consumers, gates }): State<Watched>) -> impl IntoResponse {
     let mut out = String::new();
     let all = consumers.snapshot();
     out.push_str("# HELP grove_worker_consumer_up 1 while a queue consumer is taking jobs.\n");
@@ -83,5 +97,17 @@ async fn metrics(State(consumers): State<Arc<Consumers>>) -> impl IntoResponse {
     out.push_str("# HELP grove_worker_jobs_running Jobs running in this process.\n");
     out.push_str("# TYPE grove_worker_jobs_running gauge\n");
     let _ = writeln!(out, "grove_worker_jobs_running {}", InFlight::count());
+    out.push_str(
+        "# HELP grove_provider_gate_open 1 while a provider's health gate is open (or half-open).\n",
+    );
+    out.push_str("# TYPE grove_provider_gate_open gauge\n");
+    for g in gates.all() {
+        let _ = writeln!(
+            out,
+            "grove_provider_gate_open{{provider=\"{}\"}} {}",
+            g.provider,
+            u8::from(!g.admits())
+        );
+    }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out)
 }

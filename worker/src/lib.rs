@@ -21,6 +21,7 @@ use grove_common::{
     completion::Completions,
     config::{Config, SmsProviderKind},
     db,
+    health::{Gates, ProviderId},
     queue::{self, JobQueue},
     schema::SchemaRegistry,
 };
@@ -65,6 +66,9 @@ pub struct Parts {
     pub sweeps: Arc<grove_common::jobs::SweepStats>,
     /// This process's liveness lock (`db::liveness::Liveness::claim`), held while it runs jobs.
     pub liveness: Arc<db::liveness::Liveness>,
+    /// The providers' health gates (`Gates::start` with `ProviderId::configured`): the jobs
+    /// report outcomes to them, and this process probes the open ones.
+    pub gates: Gates,
 }
 
 /// Builds the worker's dependencies: the model engine and SMS provider from configuration.
@@ -77,20 +81,27 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
         clock,
         sweeps,
         liveness,
+        gates,
     } = parts;
-    let engine = match &config.llm {
-        Some(llm_config) => {
+    let engine = match (&config.llm, ProviderId::of_model(config)) {
+        (Some(llm_config), Some(gate)) => {
             llm_config.require_key()?;
             let provider = llm::from_config(llm_config, llm::RetryPolicy::LLM)?;
-            Some(coaching::Engine::new(
-                provider,
-                schemas,
-                llm_config.provider,
-                config.call_deadline,
-            ))
+            gates.watch(
+                gate.clone(),
+                Arc::new(llm::probe::LlmProbe(Arc::clone(&provider))),
+            );
+            let engine =
+                coaching::Engine::new(provider, schemas, llm_config.provider, config.call_deadline);
+            Some(engine.with_health(gates.clone(), gate))
         }
-        None => None,
+        _ => None,
     };
+    let mut sms = sms::from_config(config)?;
+    if let Some(gate) = ProviderId::of_sms(config) {
+        gates.watch(gate.clone(), Arc::new(sms::SmsProbe(Arc::clone(&sms))));
+        sms = Arc::new(sms::Watched::new(sms, gates, gate));
+    }
     // Delivery reports only exist for a real provider; the outbox has none.
     let status_callback = (config.sms_provider == SmsProviderKind::Twilio)
         .then(|| config.absolute(grove_common::catalog::paths::SMS_STATUS_WEBHOOK));
@@ -98,7 +109,7 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
         db,
         completions,
         engine,
-        sms: sms::from_config(config)?,
+        sms,
         clock,
         queue,
         public_base_url: config.public_base_url.clone(),
@@ -127,6 +138,7 @@ pub async fn run(
         &config.queue_namespace,
     );
     let queue = JobQueue::redis(&client, &config.queue_namespace).await?;
+    let gates = Gates::start(db.clone(), config.health, &ProviderId::configured(config)).await?;
     let parts = Parts {
         db,
         completions,
@@ -135,6 +147,7 @@ pub async fn run(
         clock: Arc::new(SystemClock),
         sweeps: Arc::default(),
         liveness,
+        gates: gates.clone(),
     };
     let deps = deps(config, parts)?;
     let options = runtime::RedisOptions {
@@ -143,7 +156,7 @@ pub async fn run(
     };
     let (stop_health, health_stopped) = tokio::sync::oneshot::channel::<()>();
     if let Some(addr) = settings.health_addr {
-        health::serve(addr, Arc::clone(&options.consumers), async move {
+        health::serve(addr, Arc::clone(&options.consumers), gates, async move {
             let _ = health_stopped.await;
         })
         .await

@@ -8,6 +8,7 @@ use grove_common::{
     completion::Completions,
     config::Config,
     db::{self, liveness::Liveness},
+    health::Gates,
     jobs::SweepStats,
     queue::JobQueue,
     sandbox,
@@ -95,6 +96,9 @@ pub struct BackEnd {
     pub sweeps: Option<Arc<SweepStats>>,
     /// The in-process worker's liveness lock: when it is lost, the server stops with an error.
     pub liveness: Option<Arc<Liveness>>,
+    /// The in-process worker's health gates, shared with the api (None: the api reads its own
+    /// from the database, where `worker` processes write them).
+    pub gates: Option<Gates>,
 }
 
 impl BackEnd {
@@ -113,6 +117,7 @@ impl BackEnd {
             completions,
             sweeps: None,
             liveness: None,
+            gates: None,
         })
     }
 }

@@ -25,6 +25,7 @@ use axum::{
 use grove_common::{
     config::{Config, SettlementMode},
     db::liveness::Liveness,
+    health::{Gates, ProviderId},
     sandbox,
     x402::headers,
 };
@@ -105,7 +106,14 @@ impl Application {
             completions,
             sweeps,
             liveness,
+            gates,
         } = back_end;
+        let gates = match gates {
+            Some(gates) => gates,
+            None => {
+                Gates::start(db.clone(), config.health, &ProviderId::configured(&config)).await?
+            }
+        };
         let sandbox_header = config.sandbox_header();
         let cors = cors(&sandbox_header);
         let stopped = stop.subscribe();
@@ -128,8 +136,10 @@ impl Application {
             sweeps,
             push_retries: crate::paid::retries::Retries::new(stopped.clone()),
             worker_process: liveness.as_ref().map(|l| l.key()),
+            gates,
         });
         tokio::spawn(forget_idle_clients(state.clone(), stopped.clone()));
+        tokio::spawn(crate::paid::rerun::run(state.clone(), stopped.clone()));
         tokio::spawn(crate::paid::reconcile::run(
             state.clone(),
             state.config.sweep_interval,

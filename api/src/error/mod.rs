@@ -14,7 +14,7 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use grove_common::schema::Violation;
+use grove_common::{health::ProviderKind, schema::Violation};
 use serde_json::json;
 
 #[derive(Debug, thiserror::Error)]
@@ -116,6 +116,17 @@ pub enum ApiError {
     /// a paid repeat or a payment retry (`crate::limits`).
     #[error("too many requests from this client: wait Retry-After seconds and try again")]
     RateLimited { retry_after_s: u64 },
+    /// 503: the provider this product needs is down (its health gate is open), so the product
+    /// is not priced: nothing is charged, and `Retry-After` is the time of the next probe.
+    /// Never answers a request whose payment is already held (a repeat, a payment retry).
+    #[error(
+        "{} is unavailable right now, so this work is not sold until it is back; nothing was charged: retry after Retry-After seconds",
+        provider_name(*.provider)
+    )]
+    ProviderUnavailable {
+        provider: ProviderKind,
+        retry_after_s: u64,
+    },
     /// 500: a bug or an outage. The cause, with its own sources, is logged; the client gets
     /// only the request id.
     #[error("internal error")]
@@ -148,6 +159,21 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     out
 }
 
+/// The code of a `ProviderUnavailable` answer, naming the provider that is down.
+pub fn unavailable_code(provider: ProviderKind) -> &'static str {
+    match provider {
+        ProviderKind::Model => "model_unavailable",
+        ProviderKind::Sms => "sms_unavailable",
+    }
+}
+
+fn provider_name(provider: ProviderKind) -> &'static str {
+    match provider {
+        ProviderKind::Model => "the model provider",
+        ProviderKind::Sms => "the SMS provider",
+    }
+}
+
 /// Seconds a 503 asks a client to wait. What is not on sale (no wallet, no model provider) comes
 /// back with an operator's change and a restart, never within seconds: a short hint would only
 /// make agents poll.
@@ -162,7 +188,8 @@ impl ApiError {
             | ApiError::StillRunning { retry_after_s, .. }
             | ApiError::SettlementPending { retry_after_s, .. }
             | ApiError::SettlementUnavailable { retry_after_s }
-            | ApiError::RateLimited { retry_after_s } => Some(*retry_after_s),
+            | ApiError::RateLimited { retry_after_s }
+            | ApiError::ProviderUnavailable { retry_after_s, .. } => Some(*retry_after_s),
             ApiError::Unavailable(_) | ApiError::PaymentsDisabled => {
                 Some(NOT_ON_SALE_RETRY_AFTER_S)
             }
@@ -198,7 +225,8 @@ impl ApiError {
             }
             ApiError::Unavailable(_)
             | ApiError::PaymentsDisabled
-            | ApiError::SettlementUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            | ApiError::SettlementUnavailable { .. }
+            | ApiError::ProviderUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -232,6 +260,7 @@ impl ApiError {
             ApiError::SettlementUnavailable { .. } => "settlement_unavailable",
             ApiError::PaymentsDisabled => "payments_disabled",
             ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::ProviderUnavailable { provider, .. } => unavailable_code(*provider),
             ApiError::Internal(_) => "internal",
         }
     }

@@ -92,6 +92,7 @@ pub(super) async fn repeat(
             // pending or running calls are waited for; a lost job is the recovery sweep's to
             // push again.
             if call.status == status::FAILED
+                && !super::health::left_for_later(state, product)
                 && ledger::reopen_failed(&state.db, call_id, state.clock.wall()).await?
             {
                 tracing::info!(%call_id, "re-running a failed paid call for free");

@@ -7,7 +7,7 @@
 
 use super::{
     ended::{self, Delivery, Ended},
-    fulfil,
+    fulfil, health,
     idempotency::{self, Kind, Scope},
     ledger::{self, Claim, NewCall, NewPayment, Recorded},
     product::{NotSold, Product},
@@ -60,12 +60,16 @@ pub async fn purchase(
         Ok(Some(p)) => {
             smart_wallet::verify_payload(p, &expected, now_unix, state.wallets.as_deref()).await
         }
-        Ok(None) => return Err(terms.refuse(codes::PAYMENT_REQUIRED)),
+        Ok(None) => {
+            health::before_price(state, product)?;
+            return Err(terms.refuse(codes::PAYMENT_REQUIRED));
+        }
         Err(rejection) => Err(rejection.into()),
     };
     let payment = match verified {
         Ok(p) => p,
         Err(WalletCheckError::Rejected(rejection)) => {
+            health::before_price(state, product)?;
             state.metrics.payment_rejected(rejection.reason());
             tracing::info!(reason = rejection.reason(), "payment refused");
             return Err(terms.refuse(&codes::payment_invalid(rejection.reason())));

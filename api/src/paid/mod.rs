@@ -7,18 +7,22 @@
 //!   builds the challenges that refuse it.
 //! - `http`: the HTTP adapter (the payment from headers, the outcome as a response).
 //! - `fulfil`: what follows a settled payment, and the repeat of a held request.
+//! - `health`: no price while the product's provider is down (its health gate is open).
 //! - `ledger` (the durable records), `idempotency`, `push` (and its `retries`), `wait`, and
-//!   `reconcile`, the server's own follow-through on money already taken.
+//!   `reconcile`, the server's own follow-through on money already taken; `rerun`, which
+//!   finishes paid calls that failed in a provider outage once the provider is back.
 
 pub mod ended;
 pub mod fulfil;
 pub mod gate;
+mod health;
 pub mod http;
 pub mod idempotency;
 mod ledger;
 pub mod product;
 pub mod push;
 pub mod reconcile;
+pub mod rerun;
 pub mod retries;
 mod terms;
 mod wait;

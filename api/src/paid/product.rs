@@ -6,7 +6,9 @@
 use super::idempotency::Kind;
 use crate::{error::ApiError, state::AppState, x402::challenge::Offer};
 use async_trait::async_trait;
-use grove_common::{db::entities::call, jobs::Job, schema::SchemaRegistry};
+use grove_common::{
+    config::Config, db::entities::call, health::ProviderId, jobs::Job, schema::SchemaRegistry,
+};
 use sea_orm::DbErr;
 use serde_json::Value;
 use std::time::Duration;
@@ -39,6 +41,13 @@ pub trait Product: Send + Sync {
     /// The call's labels, for its record and for metrics.
     fn labels(&self) -> Labels {
         Labels::default()
+    }
+
+    /// The outside provider the work needs, whose health gate decides whether it is priced at
+    /// all (`paid::health`); None when it needs none.
+    fn provider(&self, config: &Config) -> Option<ProviderId> {
+        let _ = config;
+        None
     }
 
     /// What the 402 offers: the resource, its price, its schemas and an example.

@@ -10,7 +10,9 @@ use crate::{
 use async_trait::async_trait;
 use grove_common::{
     catalog::{self, Coach, CoachId, Mode, ModeId},
+    config::Config,
     db::entities::call,
+    health::ProviderId,
     jobs::{CoachingJob, Job},
     requests::CoachingRequest,
     schema::SchemaRegistry,
@@ -88,6 +90,11 @@ impl Product for CoachingCall {
             agent: Some(self.coach.id.as_str()),
             mode: Some(self.mode.id.as_str()),
         }
+    }
+
+    /// The configured model: every coach and mode asks it.
+    fn provider(&self, config: &Config) -> Option<ProviderId> {
+        ProviderId::of_model(config)
     }
 
     fn offer<'s>(&self, schemas: &'s SchemaRegistry) -> Offer<'s> {

@@ -12,10 +12,12 @@ use crate::{
 use async_trait::async_trait;
 use grove_common::{
     catalog::REVIEW_REQUEST,
+    config::Config,
     db::{
         entities::call,
         phone_marks::{self, Sale},
     },
+    health::ProviderId,
     jobs::{Job, ReviewJob, ReviewStep},
     requests::{self, ReviewRequestBody},
     schema::SchemaRegistry,
@@ -55,6 +57,11 @@ impl Product for ReviewPurchase {
     /// A keyless retry must never send a second SMS, so its window is the keyed one.
     fn keyless_window(&self) -> Duration {
         KEYED_WINDOW
+    }
+
+    /// Twilio (the outbox sends nothing, so it has no gate).
+    fn provider(&self, config: &Config) -> Option<ProviderId> {
+        ProviderId::of_sms(config)
     }
 
     fn offer<'s>(&self, schemas: &'s SchemaRegistry) -> Offer<'s> {

@@ -264,5 +264,6 @@ route's methods); 413 payload_too_large (over 2 MiB); 415 unsupported_media_type
 <li>422 validation_failed / consent_invalid / invalid_request / mode_not_offered / invalid_idempotency_key / \
 idempotency_key_reused</li>\
 <li>409 request_in_progress (wait <code>Retry-After</code> seconds), recipient_opted_out, cooldown_active</li>\
-<li>503 unavailable / payments_disabled (nothing charged; <code>Retry-After</code> says when to look again); 502 upstream_failed and 504 still_running (with a receipt; a \
+<li>503 unavailable / payments_disabled / model_unavailable / sms_unavailable (nothing charged; the last two while \
+the provider the work needs is down, instead of a price; <code>Retry-After</code> says when to look again); 502 upstream_failed and 504 still_running (with a receipt; a \
 retry is free)</li></ul>\n";

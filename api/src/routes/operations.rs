@@ -1,4 +1,5 @@
-//! Liveness, readiness (database and queue) and Prometheus metrics.
+//! Liveness, readiness (database and queue; the providers' health gates shown beside them) and
+//! Prometheus metrics.
 
 use crate::{metrics::QueueGauges, state::AppState};
 use axum::{
@@ -42,7 +43,13 @@ pub(super) async fn ready(State(state): State<AppState>) -> impl IntoResponse {
         checks["consumers"] = json!(if idle.is_empty() { "ok" } else { "none_alive" });
         live = Some(consumers);
     }
-    let mut body = json!({"status": if ok { "ready" } else { "not_ready" }, "checks": checks});
+    // The providers' health gates are shown, never counted against readiness: while one is
+    // open, free endpoints and the sandbox still serve, and its product answers 503 itself.
+    let mut body = json!({
+        "status": if ok { "ready" } else { "not_ready" },
+        "checks": checks,
+        "gates": state.gates.all(),
+    });
     if let Some(live) = live {
         body["consumers"] = live
             .iter()
@@ -73,6 +80,8 @@ pub(super) async fn metrics(State(state): State<AppState>) -> impl IntoResponse 
     };
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render(&queue, state.sweeps.as_deref()),
+        state
+            .metrics
+            .render(&queue, state.sweeps.as_deref(), &state.gates.all()),
     )
 }

@@ -120,3 +120,32 @@ fn secrets_do_not_print() {
     .expect("parses");
     assert!(!format!("{c:?}").contains("sk-very-secret"));
 }
+
+#[test]
+fn health_gates_default_to_five_failures_in_thirty_seconds_and_name_bad_values() {
+    let c = config(&[]).expect("defaults parse");
+    assert_eq!(c.health, HealthPolicy::default());
+    assert_eq!(
+        (c.health.window, c.health.failures),
+        (Duration::from_secs(30), 5)
+    );
+    assert_eq!(
+        (c.health.probe_after, c.health.probe_max),
+        (Duration::from_secs(5), Duration::from_secs(15))
+    );
+    let c = config(&[("HEALTH_PROBE_S", "40")]).expect("a later first probe");
+    assert_eq!(
+        c.health.probe_max,
+        Duration::from_secs(40),
+        "never below the first"
+    );
+    for (var, value) in [
+        ("HEALTH_WINDOW_S", "0"),
+        ("HEALTH_FAILURES", "many"),
+        ("HEALTH_PROBE_S", "0"),
+        ("HEALTH_PROBE_MAX_S", "2"),
+    ] {
+        let err = config(&[(var, value)]).unwrap_err();
+        assert!(err.to_string().starts_with(var), "{var}={value}: {err}");
+    }
+}

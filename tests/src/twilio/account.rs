@@ -1,6 +1,6 @@
-//! The read-only resources the doctor asks the fake Twilio for, as Twilio answers them: the
-//! account (`GET /2010-04-01/Accounts/{sid}.json`), the account's numbers filtered by
-//! `PhoneNumber`, and a Messaging Service (`GET /v1/Services/{sid}`, on messaging.twilio.com
+//! The read-only resources the doctor asks the fake Twilio for, as Twilio answers them (the
+//! account itself is `super::account`, which the health probe reads too): the account's numbers
+//! filtered by `PhoneNumber`, and a Messaging Service (`GET /v1/Services/{sid}`, on messaging.twilio.com
 //! in production). Each checks Basic auth first, as Twilio does (401, code 20003).
 
 use super::{FROM, FakeTwilio, Inner, MESSAGING_SERVICE_SID, error};
@@ -17,26 +17,6 @@ fn authenticated(inner: &Inner, account_sid: &str, headers: &HeaderMap) -> bool 
     let expected = FakeTwilio::basic_auth(&inner.account_sid, &inner.auth_token);
     account_sid == inner.account_sid
         && headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()) == Some(expected.as_str())
-}
-
-/// `{sid}.json`: the path segment with its extension.
-pub(super) async fn account(
-    State(inner): State<Arc<Inner>>,
-    Path(file): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    let sid = file.strip_suffix(".json").unwrap_or(&file);
-    if !authenticated(&inner, sid, &headers) {
-        return error(StatusCode::UNAUTHORIZED, 20003, "Authenticate");
-    }
-    Json(json!({
-        "sid": sid,
-        "friendly_name": "Grove test account",
-        "status": "active",
-        "type": "Full",
-        "uri": format!("/2010-04-01/Accounts/{sid}.json"),
-    }))
-    .into_response()
 }
 
 pub(super) async fn incoming_numbers(

@@ -19,6 +19,7 @@ use grove_common::{
         calls::{self, ModelCallRecord},
         entities::call,
     },
+    health::{self, Gates, ProviderId, reasons},
     receipt,
     requests::{self, CoachingRequest},
     schema::SchemaRegistry,
@@ -56,6 +57,8 @@ pub struct Engine {
     provider_schemas: ByMode<Arc<ProviderSchema>>,
     /// How long one run may take: `CALL_DEADLINE_S` less the time the API needs to answer.
     budget: Duration,
+    /// The model's health gate: fed every run's outcome, and asked before each model call.
+    health: Option<(Gates, ProviderId)>,
 }
 
 impl Engine {
@@ -81,6 +84,27 @@ impl Engine {
             schemas,
             provider_schemas,
             budget: call_deadline.saturating_sub(margin),
+            health: None,
+        }
+    }
+
+    /// Reports every run's outcome to `provider`'s gate, and fails a run fast (without asking
+    /// the model) while that gate is open: the api re-runs it once the gate closes again.
+    pub fn with_health(mut self, gates: Gates, provider: ProviderId) -> Self {
+        self.health = Some((gates, provider));
+        self
+    }
+
+    /// Whether the model's gate lets this run ask the model.
+    fn model_admitted(&self) -> bool {
+        self.health
+            .as_ref()
+            .is_none_or(|(gates, provider)| gates.admits(provider))
+    }
+
+    async fn report(&self, outcome: Option<health::Outcome>) {
+        if let (Some((gates, provider)), Some(outcome)) = (&self.health, outcome) {
+            gates.record(provider, outcome).await;
         }
     }
 
@@ -162,6 +186,10 @@ impl Engine {
             let mut entry = None;
             let answer = match stored.get(seq) {
                 Some(rec) => replay::replayed(rec),
+                None if !self.model_admitted() => {
+                    tracing::info!(call_id = %call.id, seq, "the model's health gate is open; failing fast, to be re-run once it closes");
+                    return Ok(failed(call, reasons::GATE_OPEN.into(), usage));
+                }
                 None => {
                     let req = LlmRequest {
                         system: system.clone(),
@@ -185,6 +213,7 @@ impl Engine {
                             for r in &repairs {
                                 tracing::info!(call_id = %call.id, seq, path = %r.path, repair = r.what, "safe repair made");
                             }
+                            self.report(Some(health::Outcome::Succeeded)).await;
                             return Ok(Outcome::Completed {
                                 envelope,
                                 usage,
@@ -234,12 +263,15 @@ impl Engine {
                 Err(e) => {
                     replay::record(db, call, entry).await?;
                     usage += e.usage();
+                    self.report(outage(&e)).await;
                     return Ok(failed(call, describe(&e), usage));
                 }
             }
         }
         let reason =
             format!("model answer still invalid after {MAX_MODEL_CALLS} attempts: {last_problem}");
+        self.report(Some(health::Outcome::Failed(reason.clone())))
+            .await;
         Ok(failed(call, reason, usage))
     }
 }
@@ -251,20 +283,32 @@ fn failed(call: &call::Model, reason: String, usage: Usage) -> Outcome {
     Outcome::Failed { reason }
 }
 
+/// The reason a failed call stores. Those that say the model could not serve it are
+/// `health::reasons`, which the api re-runs once the model's gate closes again.
 fn describe(e: &LlmError) -> String {
     match e {
         LlmError::Refusal { .. } => "model_refused".into(),
         LlmError::Truncated { .. } => "model_output_truncated".into(),
-        LlmError::Quota { .. } => "model_quota_exhausted".into(),
-        LlmError::Deadline { .. } => "model_deadline_exceeded".into(),
-        LlmError::Auth { status, .. } => format!("model_auth_failed:{status}"),
+        LlmError::Quota { .. } => reasons::QUOTA.into(),
+        LlmError::Deadline { .. } => reasons::DEADLINE.into(),
+        LlmError::Auth { status, .. } => format!("{}:{status}", reasons::AUTH),
         LlmError::BadRequest { status, .. } => format!("model_rejected_request:{status}"),
         LlmError::Upstream { status, .. } => format!(
-            "model_unavailable:{}",
+            "{}:{}",
+            reasons::UNAVAILABLE,
             status
                 .map(|s| s.to_string())
                 .unwrap_or_else(|| "network".into())
         ),
         other => format!("model_error:{other}"),
     }
+}
+
+/// A model failure that counts against its health (connection errors, timeouts, 5xx, 429 past
+/// the retries, the account's quota or key, a model that does not exist); None for what the call
+/// itself caused (a refusal, an answer cut off, a request the model rejected).
+fn outage(e: &LlmError) -> Option<health::Outcome> {
+    let reason = describe(e);
+    reasons::is_outage(&reason)
+        .then(|| health::Outcome::Failed(crate::log_text::clip(format!("{reason}: {e}"))))
 }

@@ -8,6 +8,7 @@
 mod anthropic;
 mod error;
 mod openai;
+pub mod probe;
 mod structured;
 mod transport;
 
@@ -161,6 +162,11 @@ pub trait LlmProvider: Send + Sync {
         true
     }
     async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError>;
+    /// The health gate's probe (`probe`): one short real request, no retries. `Ok` by default,
+    /// for models that have nothing to ask (the scripted models of the benchmarks).
+    async fn probe(&self) -> Result<(), LlmError> {
+        Ok(())
+    }
 }
 
 /// Builds the client that `LLM_PROVIDER` names. Fails only on a configuration the client cannot

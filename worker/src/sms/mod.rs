@@ -9,11 +9,13 @@ mod error;
 mod outbox;
 mod twilio;
 pub mod twilio_probe;
+mod watched;
 
 pub use crate::retry::RetryPolicy;
 pub use error::SmsError;
 pub use outbox::OutboxProvider;
 pub use twilio::TwilioProvider;
+pub use watched::{SmsProbe, Watched};
 
 use grove_common::config::{Config, SmsProviderKind};
 use std::{fmt, sync::Arc};
@@ -65,6 +67,19 @@ pub trait SmsProvider: Send + Sync {
     /// A stable label for logs and metrics: `twilio` or `outbox`.
     fn name(&self) -> &'static str;
     async fn send(&self, sms: &OutgoingSms) -> Result<SentSms, SmsError>;
+
+    /// The health gate's probe (`grove_common::health`): one cheap authenticated request that
+    /// sends nothing. `Ok` for a provider that has nothing to ask (the outbox).
+    async fn probe(&self) -> Result<(), SmsError> {
+        Ok(())
+    }
+
+    /// This provider's health gate as last read (`Watched`); None when nothing watches it. A
+    /// send path that finds it not admitting (`GateView::admits`) can hold a text for later
+    /// instead of failing it against a provider known to be down.
+    fn gate(&self) -> Option<grove_common::health::GateView> {
+        None
+    }
 }
 
 /// Builds the provider `SMS_PROVIDER` names, with the default retry policy.

@@ -24,6 +24,8 @@ enum Sender {
 pub struct TwilioProvider {
     client: reqwest::Client,
     url: String,
+    /// The account resource (`GET …/Accounts/{sid}.json`): the health probe's request.
+    account_url: String,
     /// Built once and marked sensitive, so no header dump can print the token.
     authorization: HeaderValue,
     sender: Sender,
@@ -65,6 +67,7 @@ impl TwilioProvider {
 
         let base = config.base_url.trim_end_matches('/');
         let url = format!("{base}/2010-04-01/Accounts/{sid}/Messages.json");
+        let account_url = format!("{base}/2010-04-01/Accounts/{sid}.json");
         match reqwest::Url::parse(&url) {
             Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => {}
             _ => return Err(config_error("TWILIO_BASE_URL must be an http(s) URL")),
@@ -90,6 +93,7 @@ impl TwilioProvider {
         Ok(Self {
             client,
             url,
+            account_url,
             authorization,
             sender,
             retry,
@@ -180,6 +184,32 @@ impl SmsProvider for TwilioProvider {
             Err(error) => tracing::warn!(attempts, code = error.code(), %error, "sms not sent"),
         }
         result
+    }
+
+    /// Fetches the account: free, authenticated, on the host and with the credentials a send
+    /// uses, and it texts nobody (a real send is no probe: it would need a recipient and cost a
+    /// message). It does not prove Twilio accepts messages right now; real sends tell that,
+    /// and open the gate again if they keep failing.
+    async fn probe(&self) -> Result<(), SmsError> {
+        let response = self
+            .client
+            .get(&self.account_url)
+            .header(AUTHORIZATION, self.authorization.clone())
+            .timeout(self.retry.request_timeout.min(Duration::from_secs(8)))
+            .send()
+            .await
+            .map_err(|e| match transport_failure(e) {
+                Failure::Retry { error, .. } | Failure::Final(error) => error,
+            })?;
+        let status = response.status().as_u16();
+        if (200..300).contains(&status) {
+            return Ok(());
+        }
+        let headers = response.headers().clone();
+        let body = response.text().await.unwrap_or_default();
+        Err(match classify_failure(status, &headers, &body) {
+            Failure::Retry { error, .. } | Failure::Final(error) => error,
+        })
     }
 }
 

@@ -30,6 +30,8 @@ pub struct Recorded {
     /// Arrivals (by index) the model answered before the worker went away.
     pub answered: HashSet<usize>,
     pub fault_ends: Vec<Instant>,
+    /// What the fault injector saw happen (the model's gate opening and closing).
+    pub timeline: Vec<String>,
     /// Processes that exited by themselves (and were restarted).
     pub exits: Vec<String>,
     pub wall: Duration,
@@ -109,8 +111,16 @@ pub fn row(args: &Args, c: Recorded) -> Row {
         .collect();
     let model_total: usize = paid.iter().map(|i| model_calls[*i]).sum();
     let calls_ok = calls.iter().filter(|o| o.ok_at.is_some()).count();
+    // Paid calls the client gave up on whose receipt shows the result (the service finished them).
+    let by_receipt = paid
+        .iter()
+        .filter(|i| calls[**i].ok_at.is_none() && calls[**i].completed_by_receipt)
+        .count();
     let reviews_texted = (0..args.reviews).filter(|i| texts_for(*i) > 0).count();
-    let taken_calls = paid.iter().filter(|i| calls[**i].ok_at.is_none()).count();
+    let taken_calls = paid
+        .iter()
+        .filter(|i| calls[**i].ok_at.is_none() && !calls[**i].completed_by_receipt)
+        .count();
     let taken_reviews = (0..args.reviews)
         .filter(|i| transferred(&reviews[*i]) == 1 && texts_for(*i) == 0)
         .count();
@@ -135,7 +145,12 @@ pub fn row(args: &Args, c: Recorded) -> Row {
         _ => {
             let mut worst = Some(Duration::ZERO);
             for end in ends {
-                let next = arrivals.iter().map(|(at, _)| *at).find(|at| at >= end);
+                // A call's model request (a health probe carries no call).
+                let next = arrivals
+                    .iter()
+                    .filter(|(_, r)| r.is_some())
+                    .map(|(at, _)| *at)
+                    .find(|at| at >= end);
                 let work_left = calls.iter().any(|o| o.ok_at.is_none_or(|ok| ok > *end));
                 match next {
                     Some(at) => worst = worst.map(|w| w.max(at - *end)),
@@ -172,6 +187,25 @@ pub fn row(args: &Args, c: Recorded) -> Row {
     if let Fault::WorkerKills = fault {
         let _ = write!(notes, "; {}", worst_rerun(&c, &model_calls, &first_model));
     }
+    if let Fault::ModelDown(_) = fault {
+        let unpriced: u32 = calls.iter().chain(reviews).map(|o| o.unpriced).sum();
+        let waited = calls.iter().filter(|o| o.unpriced > 0).count();
+        let probes = arrivals.iter().filter(|(_, r)| r.is_none()).count();
+        // Paid while the model was down: answered with a failure first, the result later.
+        let failed_first = paid
+            .iter()
+            .filter(|i| calls[**i].attempts > 1 && calls[**i].ok_at.is_some())
+            .count();
+        let _ = write!(
+            notes,
+            "; unpaid requests answered 503 instead of a price: {unpriced} (from {waited} clients); paid calls answered with a failure first and their result on a later retry: {failed_first}; paid calls whose result reached them only through the receipt: {by_receipt}; model gate: {}; probes and other requests without a call: {probes}",
+            if c.timeline.is_empty() {
+                "never seen open".to_owned()
+            } else {
+                c.timeline.join(", ")
+            }
+        );
+    }
     let max_attempts = calls.iter().map(|o| o.attempts).max().unwrap_or(0);
     let _ = write!(notes, "; attempts max {max_attempts}");
     let settles_max = settles.values().copied().max().unwrap_or(0);
@@ -203,7 +237,7 @@ pub fn row(args: &Args, c: Recorded) -> Row {
     Row {
         name: name.to_owned(),
         requests: total,
-        delivered: calls_ok + reviews_texted,
+        delivered: calls_ok + by_receipt + reviews_texted,
         transfers: c.chain_transfers,
         transfers_per_request_max: calls
             .iter()

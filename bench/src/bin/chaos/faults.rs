@@ -10,18 +10,31 @@ use std::{
     time::{Duration, Instant},
 };
 
+/// What a fault acts on.
+pub struct Targets {
+    pub procs: Arc<Mutex<Procs>>,
+    pub redis: Arc<tokio::sync::Mutex<Redis>>,
+    /// The model's address (the recording proxy in front of it).
+    pub model: Arc<grove_tests::Switchable>,
+}
+
 #[allow(clippy::too_many_arguments)]
 pub async fn inject(
     fault: Fault,
     args: &Args,
     t0: Instant,
-    procs: Arc<Mutex<Procs>>,
-    redis: Arc<tokio::sync::Mutex<Redis>>,
+    targets: Targets,
     ends: Arc<Mutex<Vec<Instant>>>,
+    timeline: Arc<Mutex<Vec<String>>>,
     client: &reqwest::Client,
     base: &str,
     stopped: tokio::sync::watch::Receiver<bool>,
 ) {
+    let Targets {
+        procs,
+        redis,
+        model,
+    } = targets;
     let fault_at = t0 + args.spread / 3;
     let done = || *stopped.borrow();
     match fault {
@@ -70,6 +83,27 @@ pub async fn inject(
             r.wait_ready().await;
             lock(&ends).push(Instant::now());
         }
+        Fault::ModelDown(secs) => {
+            tokio::time::sleep_until(fault_at.into()).await;
+            model.down().await;
+            let down_at = Instant::now();
+            let note = |what: &str, at: Instant, since: Instant, from: &str| {
+                format!("{what} {:.1} s after {from}", (at - since).as_secs_f64())
+            };
+            let back_at = down_at + Duration::from_secs(secs);
+            if let Some(at) = gate_becomes(client, base, false, back_at).await {
+                lock(&timeline).push(note("gate open", at, down_at, "the model went down"));
+            }
+            tokio::time::sleep_until(back_at.into()).await;
+            model.up().await;
+            let back = Instant::now();
+            lock(&ends).push(back);
+            let bound = back + Duration::from_secs(120);
+            match gate_becomes(client, base, true, bound).await {
+                Some(at) => lock(&timeline).push(note("closed", at, back, "it came back")),
+                None => lock(&timeline).push("the gate did not close within 120 s".into()),
+            }
+        }
         Fault::ApiTerm => {
             tokio::time::sleep_until(fault_at.into()).await;
             {
@@ -112,4 +146,35 @@ pub async fn inject(
             lock(&ends).push(Instant::now());
         }
     }
+}
+
+/// Polls the api's `/readyz` until the model's gate admits (`closed: true`) or not, or `until`;
+/// when it was first seen so.
+async fn gate_becomes(
+    client: &reqwest::Client,
+    base: &str,
+    closed: bool,
+    until: Instant,
+) -> Option<Instant> {
+    while Instant::now() < until {
+        if let Ok(r) = client.get(format!("{base}/readyz")).send().await
+            && let Ok(body) = r.json::<serde_json::Value>().await
+        {
+            let admits = body["gates"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|g| {
+                    g["provider"]
+                        .as_str()
+                        .is_some_and(|p| p.starts_with("model:"))
+                })
+                .all(|g| g["state"] == "closed");
+            if admits == closed {
+                return Some(Instant::now());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    None
 }

@@ -23,6 +23,14 @@
 //! scenario; under worker kills, where the other workers keep going, it is the longest time from
 //! a re-run call's first model request to its result.
 //!
+//! "Model down for 30 s under load": the model's address refuses connections for 30 s, a third
+//! into the arrivals. There every client asks for its own price first, as an x402 client does,
+//! and waits out a `503 model_unavailable` by its `Retry-After`; the notes give the gate's
+//! timeline as `/readyz` showed it and the unpaid requests refused. In every scenario, a paid
+//! call whose client gave up without a 200 but whose receipt shows the result by the end of a
+//! 60 s drain counts as delivered, not as money taken without a result (the service finishes
+//! paid work by itself, e.g. re-runs calls that failed in a model outage once its gate closes).
+//!
 //! Modules: `procs` (Redis, api, workers, supervisor), `model` (recording proxy), `client`
 //! (retrying clients), `faults` (the injector), `run` (one scenario), `count` (its row).
 
@@ -106,9 +114,13 @@ pub enum Fault {
     None,
     WorkerKills,
     RedisPause(u64),
-    RedisRestart { persist: bool },
+    RedisRestart {
+        persist: bool,
+    },
     Facilitator,
     ApiTerm,
+    /// The model's address refuses connections for this many seconds.
+    ModelDown(u64),
 }
 
 const SCENARIOS: &[(&str, Fault)] = &[
@@ -129,6 +141,7 @@ const SCENARIOS: &[(&str, Fault)] = &[
         Fault::Facilitator,
     ),
     ("api SIGTERM + restart", Fault::ApiTerm),
+    ("model down for 30 s under load", Fault::ModelDown(30)),
 ];
 
 fn print_table(rows: &[Row], args: &Args) -> String {

@@ -3,9 +3,9 @@
 
 use crate::{
     Args, CALL_PATH, FACILITATOR_TIMEOUT_S, Fault, REVIEW_PATH, WORKERS,
-    client::{Outcome, Rng, call_until_done, daytime_zone},
+    client::{Outcome, Rng, ask_price, call_until_done, daytime_zone},
     count::{self, Recorded, Row, review_phone},
-    faults::inject,
+    faults::{Targets, inject},
     model::{ModelLog, Proxy, forward},
     procs::{Procs, Redis, free_port, lock, wait_healthy},
 };
@@ -46,8 +46,11 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
             .build()
             .expect("client"),
     });
-    let (model_url, _stop_proxy) =
-        grove_tests::serve_loopback(Router::new().fallback(forward).with_state(proxy)).await;
+    // Switchable: the model-down scenario makes this address refuse connections.
+    let model_server = Arc::new(
+        grove_tests::Switchable::serve(Router::new().fallback(forward).with_state(proxy)).await,
+    );
+    let model_url = model_server.url();
     if let Fault::Facilitator = fault {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for _ in 0..(args.calls + args.reviews) * 6 {
@@ -165,6 +168,9 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
 
     let t0 = Instant::now();
     let total = args.calls + args.reviews;
+    // Each client asks for its own price first (as an x402 client does), in the scenario whose
+    // fault makes the price a 503.
+    let priced_each = matches!(fault, Fault::ModelDown(_));
     let mut clients = Vec::new();
     let (mut next_call, mut next_review) = (0, 0);
     for k in 0..total {
@@ -197,27 +203,50 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
             index,
             tokio::spawn(async move {
                 tokio::time::sleep_until(start.into()).await;
+                let began = Instant::now();
+                let (challenge, unpriced) = if priced_each {
+                    ask_price(&client, &url, &body, bound).await
+                } else {
+                    (Some(challenge), 0)
+                };
+                let Some(challenge) = challenge else {
+                    return Outcome {
+                        started: Some(began),
+                        last: Some(503),
+                        unpriced,
+                        ..Default::default()
+                    };
+                };
                 let payment = wallet.pay(&challenge, PayOptions::default());
-                call_until_done(client, url, body, payment, bound).await
+                let mut out = call_until_done(client, url, body, payment, bound).await;
+                out.started = Some(began);
+                out.unpriced = unpriced;
+                out
             }),
         ));
     }
 
     // The fault, on its own task; it records when each fault ended.
     let fault_ends = Arc::new(Mutex::new(Vec::<Instant>::new()));
+    let timeline = Arc::new(Mutex::new(Vec::<String>::new()));
     let (stop_faults, faults_stopped) = tokio::sync::watch::channel(false);
     let redis = Arc::new(tokio::sync::Mutex::new(redis));
     let injector = {
-        let (procs, ends, redis) = (Arc::clone(&procs), Arc::clone(&fault_ends), redis.clone());
+        let targets = Targets {
+            procs: Arc::clone(&procs),
+            redis: redis.clone(),
+            model: Arc::clone(&model_server),
+        };
+        let (ends, timeline) = (Arc::clone(&fault_ends), Arc::clone(&timeline));
         let (client, base, args) = (client.clone(), base.clone(), args.clone());
         tokio::spawn(async move {
             inject(
                 fault,
                 &args,
                 t0,
-                procs,
-                redis,
+                targets,
                 ends,
+                timeline,
                 &client,
                 &base,
                 faults_stopped,
@@ -238,6 +267,25 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
     }
     let _ = stop_faults.send(true);
     let _ = injector.await;
+    // Paid calls left without a 200: their receipts, until each shows the result or 60 s pass
+    // (the service finishes paid work by itself).
+    let drain_receipts = Instant::now() + Duration::from_secs(60);
+    for o in calls.iter_mut().filter(|o| o.ok_at.is_none()) {
+        let Some(url) = o.receipt.clone() else {
+            continue;
+        };
+        while Instant::now() < drain_receipts {
+            let receipt: serde_json::Value = match client.get(format!("{base}{url}")).send().await {
+                Ok(r) => r.json().await.unwrap_or_default(),
+                Err(_) => serde_json::Value::Null,
+            };
+            if receipt["status"] == "completed" {
+                o.completed_by_receipt = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
     // Let late texts and late re-runs show up before counting.
     let reviewed: Vec<String> = (0..args.reviews)
         .filter(|i| reviews[*i].ok_at.is_some())
@@ -304,6 +352,7 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
             arrivals: lock(&model_log.arrivals).clone(),
             answered: lock(&model_log.answered).clone(),
             fault_ends: lock(&fault_ends).clone(),
+            timeline: lock(&timeline).clone(),
             exits,
             wall,
         },

@@ -7,6 +7,7 @@ pub mod link_click;
 pub mod model_call;
 pub mod payment;
 pub mod phone_mark;
+pub mod provider_gate;
 pub mod receipt;
 pub mod result;
 pub mod review_event;

@@ -183,6 +183,15 @@ impl LlmProvider for AnthropicProvider {
         };
         LlmResponse::finish(result, attempts)
     }
+
+    async fn probe(&self) -> Result<(), LlmError> {
+        let body = json!({
+            "model": self.model,
+            "max_tokens": super::probe::PROBE_MAX_TOKENS,
+            "messages": [{"role": "user", "content": super::probe::PROBE_PROMPT}],
+        });
+        super::probe::attempt(&self.client, &self.url, self.headers.clone(), &body).await
+    }
 }
 
 /// Whether a 400 says the request's output format is unknown to this model or gateway (rather

@@ -224,6 +224,19 @@ impl LlmProvider for OpenAiProvider {
         };
         LlmResponse::finish(result, attempts)
     }
+
+    async fn probe(&self) -> Result<(), LlmError> {
+        let mut body = serde_json::json!({
+            "model": self.model,
+            "messages": [{"role": "user", "content": super::probe::PROBE_PROMPT}],
+        });
+        let field = match self.max_tokens_field {
+            MaxTokens::Max => "max_tokens",
+            MaxTokens::MaxCompletion => "max_completion_tokens",
+        };
+        body[field] = super::probe::PROBE_MAX_TOKENS.into();
+        super::probe::attempt(&self.client, &self.url, self.headers.clone(), &body).await
+    }
 }
 
 #[cfg(test)]

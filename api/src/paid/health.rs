@@ -1,0 +1,38 @@
+//! No price for work that cannot run (issue 30): while the provider a product needs is down
+//! (its health gate, `grove_common::health`, is open or half-open), a request that would get a
+//! 402 gets `503 model_unavailable` / `sms_unavailable` with `Retry-After` (the next probe)
+//! instead, so no agent signs for work we know would fail.
+//!
+//! Only requests that carry no usable payment are refused here: a payment that verifies goes on
+//! to the gate's idempotency, so the repeat of a paid call (its replay, its wait, its free
+//! re-run) and the payment that answers a price quoted before the gate opened are never refused.
+//! A call paid that way and failed in the outage is re-run once the gate closes (`rerun`).
+
+use super::{Kind, product::Product};
+use crate::{error::ApiError, state::AppState};
+
+/// `Err(ProviderUnavailable)` while `product`'s provider's gate does not admit.
+pub(super) fn before_price(state: &AppState, product: &dyn Product) -> Result<(), ApiError> {
+    let Some(provider) = product.provider(&state.config) else {
+        return Ok(());
+    };
+    let Some(wait) = state.gates.refusal(&provider) else {
+        return Ok(());
+    };
+    state.metrics.gate_refusal(provider.as_str());
+    tracing::info!(%provider, retry_after_s = wait.as_secs(), "not priced: the provider's health gate is open");
+    Err(ApiError::ProviderUnavailable {
+        provider: provider.kind(),
+        retry_after_s: wait.as_secs(),
+    })
+}
+
+/// A failed coaching call's repeat while the model's gate is open: its re-run would only fail
+/// fast, so it is left to `rerun`, which re-runs it once the gate closes (the repeat gets the
+/// failure and its receipt at once).
+pub(super) fn left_for_later(state: &AppState, product: &dyn Product) -> bool {
+    product.kind() == Kind::Coaching
+        && product
+            .provider(&state.config)
+            .is_some_and(|p| !state.gates.admits(&p))
+}
