@@ -10,6 +10,7 @@ mod mcp;
 mod metrics;
 mod paid;
 mod products;
+mod rate_limit;
 mod render;
 mod request_id;
 mod review;

@@ -5,15 +5,9 @@
 //!
 //! The client's address is the connection's peer, or, behind a trusted proxy, the header it sets
 //! (`CLIENT_IP_HEADER`, read `CLIENT_IP_HOPS` entries from the right, so a value the client wrote
-//! itself is never believed).
+//! itself is never believed). The HTTP layer that applies them is `crate::rate_limit`.
 
-use crate::{error::ApiError, state::AppState};
-use axum::{
-    extract::{ConnectInfo, Request, State},
-    http::HeaderMap,
-    middleware::Next,
-    response::{IntoResponse, Response},
-};
+use axum::http::HeaderMap;
 use governor::{
     DefaultKeyedRateLimiter, Quota, RateLimiter,
     clock::{Clock, DefaultClock},
@@ -22,15 +16,10 @@ use grove_common::config::{ClientIp, Rate, RateLimits};
 use std::{
     collections::HashMap,
     hash::Hash,
-    net::{IpAddr, SocketAddr},
+    net::IpAddr,
     sync::Mutex,
     time::{Duration, Instant},
 };
-
-/// Paths no limit applies to: probes, metrics, and Twilio's signed webhooks (a burst of delivery
-/// reports comes from a few of Twilio's addresses). `/mcp` is limited inside, where a tool call's
-/// payment can be seen.
-const EXEMPT: [&str; 5] = ["/healthz", "/readyz", "/metrics", "/webhooks/", "/mcp"];
 
 /// Set on a response whose payment header was refused, so the address is charged for it.
 #[derive(Clone, Copy, Debug)]
@@ -87,7 +76,7 @@ impl Limits {
     }
 
     /// One more free or unpaid request from `ip`: `Err` with the seconds to wait.
-    fn check_ip(&self, ip: IpAddr) -> Result<(), u64> {
+    pub(crate) fn check_ip(&self, ip: IpAddr) -> Result<(), u64> {
         check(self.per_ip.as_ref(), &ip)
     }
 
@@ -96,14 +85,14 @@ impl Limits {
         check(self.per_payer.as_ref(), &payer.to_owned())
     }
 
-    fn blocked_for(&self, ip: IpAddr) -> Option<u64> {
+    pub(crate) fn blocked_for(&self, ip: IpAddr) -> Option<u64> {
         let blocked = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
         let until = *blocked.get(&ip)?;
         let left = until.checked_duration_since(Instant::now())?;
         Some(retry_after(left))
     }
 
-    fn payment_refused(&self, ip: IpAddr) {
+    pub(crate) fn payment_refused(&self, ip: IpAddr) {
         if let Err(wait) = check(self.bad_payments.as_ref(), &ip) {
             let mut blocked = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
             blocked.insert(ip, Instant::now() + Duration::from_secs(wait));
@@ -137,75 +126,6 @@ fn check<K: Hash + Eq + Clone>(
     limiter
         .check_key(key)
         .map_err(|not_until| retry_after(not_until.wait_time_from(DefaultClock::default().now())))
-}
-
-/// The connection's peer, which `axum::serve` leaves in every request's extensions.
-pub fn peer_ip(extensions: &axum::http::Extensions) -> Option<IpAddr> {
-    extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip())
-}
-
-fn carries_payment(headers: &HeaderMap) -> bool {
-    headers.contains_key("payment-signature") || headers.contains_key("x-payment")
-}
-
-/// The HTTP layer: the address limit on free and unpaid requests, and the refused-payment
-/// budget on requests that carry a payment.
-pub async fn middleware(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let path = request.uri().path();
-    if EXEMPT
-        .iter()
-        .any(|p| path == *p || (p.ends_with('/') && path.starts_with(p)))
-    {
-        return next.run(request).await;
-    }
-    let limits = &state.limits;
-    let peer = peer_ip(request.extensions());
-    let Some(ip) = limits.client_ip(request.headers(), peer) else {
-        // Loopback, or no address at all: nothing to count it against.
-        return next.run(request).await;
-    };
-    if !carries_payment(request.headers()) {
-        if let Err(wait) = limits.check_ip(ip) {
-            state.metrics.rate_limited("ip");
-            return ApiError::RateLimited {
-                retry_after_s: wait,
-            }
-            .into_response();
-        }
-        return next.run(request).await;
-    }
-    if let Some(wait) = limits.blocked_for(ip) {
-        state.metrics.rate_limited("bad_payments");
-        return ApiError::RateLimited {
-            retry_after_s: wait,
-        }
-        .into_response();
-    }
-    let response = next.run(request).await;
-    if response.extensions().get::<PaymentRefused>().is_some() {
-        limits.payment_refused(ip);
-    }
-    response
-}
-
-/// An unpaid MCP tool call, or another MCP request, from `ip`: the address limit applies as it
-/// does to HTTP (a tool call carrying a payment is never limited here).
-pub fn check_mcp(
-    state: &AppState,
-    headers: &HeaderMap,
-    peer: Option<IpAddr>,
-) -> Result<(), ApiError> {
-    let Some(ip) = state.limits.client_ip(headers, peer) else {
-        return Ok(());
-    };
-    state.limits.check_ip(ip).map_err(|wait| {
-        state.metrics.rate_limited("ip");
-        ApiError::RateLimited {
-            retry_after_s: wait,
-        }
-    })
 }
 
 #[cfg(test)]

@@ -148,7 +148,7 @@ impl Application {
         let router = routes::router(state.clone())
             .layer(axum::middleware::from_fn_with_state(
                 state,
-                crate::limits::middleware,
+                crate::rate_limit::middleware,
             ))
             .layer(cors)
             .layer(CatchPanicLayer::custom(|_| {

@@ -105,10 +105,10 @@ impl ServerHandler for GroveMcp {
         // HTTP. One carrying a payment (a paid repeat, a payment retry) is never limited here.
         if payment.is_none()
             && let Some(parts) = cx.extensions.get::<Parts>()
-            && let Err(limited) = crate::limits::check_mcp(
+            && let Err(limited) = crate::rate_limit::check_mcp(
                 &self.state,
                 &parts.headers,
-                crate::limits::peer_ip(&parts.extensions),
+                crate::rate_limit::peer_ip(&parts.extensions),
             )
         {
             return Ok(

@@ -1,0 +1,86 @@
+//! The rate limits (`crate::limits`) applied to requests: the address limit on free and unpaid
+//! HTTP requests and MCP tool calls, and the refused-payment budget on requests carrying a
+//! payment.
+
+use crate::{error::ApiError, limits::PaymentRefused, state::AppState};
+use axum::{
+    extract::{ConnectInfo, Request, State},
+    http::HeaderMap,
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use std::net::{IpAddr, SocketAddr};
+
+/// Paths no limit applies to: probes, metrics, and Twilio's signed webhooks (a burst of delivery
+/// reports comes from a few of Twilio's addresses). `/mcp` is limited inside, where a tool call's
+/// payment can be seen.
+const EXEMPT: [&str; 5] = ["/healthz", "/readyz", "/metrics", "/webhooks/", "/mcp"];
+
+/// The connection's peer, which `axum::serve` leaves in every request's extensions.
+pub fn peer_ip(extensions: &axum::http::Extensions) -> Option<IpAddr> {
+    extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+}
+
+fn carries_payment(headers: &HeaderMap) -> bool {
+    headers.contains_key("payment-signature") || headers.contains_key("x-payment")
+}
+
+/// The HTTP layer: the address limit on free and unpaid requests, and the refused-payment
+/// budget on requests that carry a payment.
+pub async fn middleware(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    if EXEMPT
+        .iter()
+        .any(|p| path == *p || (p.ends_with('/') && path.starts_with(p)))
+    {
+        return next.run(request).await;
+    }
+    let limits = &state.limits;
+    let peer = peer_ip(request.extensions());
+    let Some(ip) = limits.client_ip(request.headers(), peer) else {
+        // Loopback, or no address at all: nothing to count it against.
+        return next.run(request).await;
+    };
+    if !carries_payment(request.headers()) {
+        if let Err(wait) = limits.check_ip(ip) {
+            state.metrics.rate_limited("ip");
+            return ApiError::RateLimited {
+                retry_after_s: wait,
+            }
+            .into_response();
+        }
+        return next.run(request).await;
+    }
+    if let Some(wait) = limits.blocked_for(ip) {
+        state.metrics.rate_limited("bad_payments");
+        return ApiError::RateLimited {
+            retry_after_s: wait,
+        }
+        .into_response();
+    }
+    let response = next.run(request).await;
+    if response.extensions().get::<PaymentRefused>().is_some() {
+        limits.payment_refused(ip);
+    }
+    response
+}
+
+/// An unpaid MCP tool call, or another MCP request, from `ip`: the address limit applies as it
+/// does to HTTP (a tool call carrying a payment is never limited here).
+pub fn check_mcp(
+    state: &AppState,
+    headers: &HeaderMap,
+    peer: Option<IpAddr>,
+) -> Result<(), ApiError> {
+    let Some(ip) = state.limits.client_ip(headers, peer) else {
+        return Ok(());
+    };
+    state.limits.check_ip(ip).map_err(|wait| {
+        state.metrics.rate_limited("ip");
+        ApiError::RateLimited {
+            retry_after_s: wait,
+        }
+    })
+}
