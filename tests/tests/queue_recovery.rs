@@ -501,41 +501,6 @@ async fn the_api_stays_ready_without_workers_and_its_gauges_tell_ready_delayed_a
     assert_eq!(paid.app.get("/readyz").await.status(), 200);
 }
 
-#[tokio::test]
-async fn a_worker_that_loses_its_liveness_lock_exits_non_zero() {
-    if grove_tests::db::backend() != "postgres" {
-        // On SQLite the lock is a file lock, which lives exactly as long as the process.
-        eprintln!("PostgreSQL only: GROVE_TEST_DB=postgres");
-        return;
-    }
-    let mut rig = rig(false, 60).await;
-    // The database drops the worker's lock connection (a restart, a network cut, an operator).
-    let db = grove_common::db::connect_url(&rig.paid.db.url)
-        .await
-        .expect("db");
-    use sea_orm::ConnectionTrait;
-    let sql = format!(
-        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 \
-         AND classid = {} AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-        grove_common::db::liveness::NAMESPACE
-    );
-    let ended = db
-        .query_all_raw(sea_orm::Statement::from_string(
-            sea_orm::DatabaseBackend::Postgres,
-            sql,
-        ))
-        .await
-        .expect("terminate the lock's connection");
-    assert_eq!(ended.len(), 1, "the one worker holds one lock");
-    let lost = Instant::now();
-    let status = rig.exited("the worker to stop").await;
-    assert!(!status.success(), "exit status {status}");
-    eprintln!(
-        "liveness lock connection terminated: the worker exited with {status} after {:.2}s",
-        lost.elapsed().as_secs_f64()
-    );
-}
-
 /// The commands its private Redis has processed so far (`INFO stats`).
 async fn commands_processed(url: &str) -> u64 {
     let client = redis::Client::open(url).expect("url");

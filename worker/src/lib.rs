@@ -135,6 +135,7 @@ pub async fn run(
     let deps = deps(config, parts)?;
     let options = runtime::RedisOptions {
         recovery_limit: settings.recovery_limit,
+        database_limit: settings.database_limit,
         ..Default::default()
     };
     let (stop_health, health_stopped) = tokio::sync::oneshot::channel::<()>();

@@ -8,6 +8,7 @@
 //! process died, straight from the database. A process that loses its liveness lock stops at
 //! once with an error: the others are taking its calls over.
 
+mod database;
 mod supervise;
 pub mod takeover;
 
@@ -41,10 +42,8 @@ pub enum RuntimeError {
     Worker(String),
     #[error("sweep schedule: {0}")]
     Schedule(String),
-    #[error(
-        "lost the database connection holding this process's liveness lock: its calls are being taken over elsewhere"
-    )]
-    LivenessLost,
+    #[error("the database did not come back within {limit:?}: {error}")]
+    DatabaseGaveUp { limit: Duration, error: String },
     #[error("the {lane} consumer could not get back to Redis within {limit:?}: {error}")]
     GaveUp {
         lane: &'static str,
@@ -58,6 +57,9 @@ pub enum RuntimeError {
 pub struct RedisOptions {
     /// A consumer failing for this long without one heartbeat stops the process.
     pub recovery_limit: Duration,
+    /// The database unreachable for this long (its liveness lock not taken again) stops the
+    /// process.
+    pub database_limit: Duration,
     pub consumers: Arc<Consumers>,
 }
 
@@ -65,6 +67,7 @@ impl Default for RedisOptions {
     fn default() -> Self {
         Self {
             recovery_limit: DEFAULT_RECOVERY_LIMIT,
+            database_limit: DEFAULT_RECOVERY_LIMIT,
             consumers: Arc::default(),
         }
     }
@@ -161,6 +164,8 @@ pub async fn run_redis_with(
         let _ = on_shutdown.send(true);
     });
     let id = uuid::Uuid::new_v4().simple().to_string();
+    // Set while the database is away: the consumers take no jobs (`database::keep`).
+    let (pause, paused) = watch::channel(false);
     let lane = |kind: &'static str, queue: String| Lane {
         kind,
         base_name: format!("grove-{kind}-{id}"),
@@ -170,6 +175,7 @@ pub async fn run_redis_with(
         limit: options.recovery_limit,
         stopped: stopped.clone(),
         stop: Arc::clone(&stop),
+        paused: paused.clone(),
     };
     let coaching = lane("coaching", jobs::coaching_queue(namespace)).run::<CoachingJob, _, _, _>(
         |name, backend, stopped, health| {
@@ -181,7 +187,13 @@ pub async fn run_redis_with(
             consumer!(name, backend, &deps, review_job, health, stopped)
         },
     );
-    let liveness = Arc::clone(&deps.liveness);
+    let database = database::keep(
+        Arc::clone(&deps),
+        pause,
+        options.database_limit,
+        options.consumers.register("database"),
+        stopped.clone(),
+    );
     let takeover = takeover::run(Arc::clone(&deps), stopped.clone());
     let sweeper = sweeper(
         format!("grove-sweeper-{id}"),
@@ -191,14 +203,20 @@ pub async fn run_redis_with(
     )?;
     tracing::info!(namespace, concurrency = deps.concurrency, "worker ready");
     let all = async { tokio::join!(coaching, review, sweeper, takeover) };
+    let gave_up = async {
+        match database.await {
+            Err(e) => e,
+            Ok(()) => std::future::pending().await,
+        }
+    };
     let (coaching, review, sweeper, ()) = tokio::select! {
         ended = all => ended,
-        () = liveness.lost() => {
-            // Other processes now see this one as dead and re-run its calls: stop everything
-            // at once (no drain) and exit non-zero, for the supervisor to start a fresh one.
+        e = gave_up => {
+            // The database stayed away past the limit: the others have taken this process's
+            // calls over. Stop everything at once (no drain) and exit non-zero.
             let _ = stop.send(true);
-            options.consumers.all_dead("lost the liveness lock");
-            return Err(RuntimeError::LivenessLost);
+            options.consumers.all_dead(&e.to_string());
+            return Err(e);
         }
     };
     InFlight::drain(DRAIN_LIMIT).await;

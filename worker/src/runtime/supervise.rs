@@ -35,6 +35,8 @@ pub(super) struct Lane {
     pub stopped: watch::Receiver<bool>,
     /// Stops the whole process's workers when this consumer gives up.
     pub stop: Arc<watch::Sender<bool>>,
+    /// True while the process takes no jobs (its database is away).
+    pub paused: watch::Receiver<bool>,
 }
 
 impl Lane {
@@ -125,7 +127,8 @@ impl Lane {
             conn,
             jobs::wake_channel(&self.queue),
             jobs::POLL_INTERVAL,
-        );
+        )
+        .paused_while(self.paused.clone());
         let name = format!("{}-{generation}", self.base_name);
         start(name, backend, self.stopped.clone(), self.health.clone())
             .await

@@ -35,7 +35,7 @@ fn detail_codes() -> String {
 
 pub(super) fn retry_after() -> Value {
     json!({"Retry-After": {
-        "description": "Seconds to wait before retrying: request_in_progress, settlement_pending, unavailable, payments_disabled, and /readyz when not ready.",
+        "description": "Seconds to wait before retrying: request_in_progress, settlement_pending, unavailable, payments_disabled, database_unavailable, and /readyz when not ready.",
         "schema": {"type": "integer", "minimum": 0},
     }})
 }
@@ -130,7 +130,7 @@ pub(super) fn paid_operation(
             "415": error_response("Content type is not application/json."),
             "422": error_response(&format!("validation_failed (every violation with its JSON pointer). On the review request: one problem keeps validation_failed (or consent_invalid for consent), more than one answers invalid_request, and every detail carries its own code ({}). Also mode_not_offered, idempotency_key_reused, invalid_idempotency_key.", detail_codes())),
             "502": error_response("upstream_failed after settlement; the body carries the receipt and a retry is free."),
-            "503": error_with_retry_after("unavailable, payments_disabled, or settlement_unavailable (our facilitator credentials were refused, or our chain endpoint is down: the identical retry with the same payment works once fixed); nothing was charged."),
+            "503": error_with_retry_after("unavailable, payments_disabled, settlement_unavailable (our facilitator credentials were refused, or our chain endpoint is down: the identical retry with the same payment works once fixed), or database_unavailable (a database restart or failover, over in seconds); nothing more is charged: the identical retry with the same payment works."),
             "504": error_with_retry_after("still_running or settlement_pending: the deadline passed; the body carries the receipt to poll."),
         },
         "x-payment-info": payment_info,
