@@ -15,6 +15,9 @@ pub struct WorkerSettings {
     /// `DATABASE_RECOVERY_LIMIT_S`: the database unreachable this long (the liveness lock not
     /// taken again) stops the process (exit status 1).
     pub database_limit: Duration,
+    /// `WORKER_DRAIN_S`: on SIGTERM, how long the jobs in hand may take to finish before the
+    /// process stops anyway (set the supervisor's grace period above it).
+    pub drain_limit: Duration,
 }
 
 impl Default for WorkerSettings {
@@ -23,6 +26,7 @@ impl Default for WorkerSettings {
             health_addr: None,
             recovery_limit: crate::runtime::DEFAULT_RECOVERY_LIMIT,
             database_limit: crate::runtime::DEFAULT_RECOVERY_LIMIT,
+            drain_limit: crate::runtime::DEFAULT_DRAIN_LIMIT,
         }
     }
 }
@@ -61,6 +65,18 @@ impl WorkerSettings {
             health_addr,
             recovery_limit: limit("QUEUE_RECOVERY_LIMIT_S")?,
             database_limit: limit("DATABASE_RECOVERY_LIMIT_S")?,
+            drain_limit: match set("WORKER_DRAIN_S") {
+                None => crate::runtime::DEFAULT_DRAIN_LIMIT,
+                Some(v) => match v.trim().parse::<u64>() {
+                    Ok(s) if (1..=3600).contains(&s) => Duration::from_secs(s),
+                    _ => {
+                        return Err(invalid(
+                            "WORKER_DRAIN_S",
+                            "must be between 1 and 3600 seconds",
+                        ));
+                    }
+                },
+            },
         })
     }
 }
@@ -94,6 +110,7 @@ mod tests {
             ("QUEUE_RECOVERY_LIMIT_S", "0"),
             ("QUEUE_RECOVERY_LIMIT_S", "soon"),
             ("DATABASE_RECOVERY_LIMIT_S", "0"),
+            ("WORKER_DRAIN_S", "0"),
         ] {
             let err = read(&[(k, v)]).unwrap_err();
             assert!(err.to_string().starts_with(k), "{err}");

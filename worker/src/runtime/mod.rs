@@ -31,8 +31,12 @@ use tokio::sync::watch;
 /// How long a consumer may go without getting back to Redis before the process gives up.
 pub const DEFAULT_RECOVERY_LIMIT: Duration = Duration::from_secs(60);
 
-/// At shutdown, how long to wait for jobs that outlived the consumer that took them.
-const DRAIN_LIMIT: Duration = Duration::from_secs(20);
+/// At shutdown, how long the jobs in hand may take to finish (`WORKER_DRAIN_S`): past it the
+/// process stops anyway, and its calls are taken over by the others (a second model call). Longer
+/// than the longest job (a coaching call is bounded by `CALL_DEADLINE_S`, 60 s by default), and
+/// shorter than the supervisor's grace period (`terminationGracePeriodSeconds` 90 s in
+/// `deploy/kubernetes`).
+pub const DEFAULT_DRAIN_LIMIT: Duration = Duration::from_secs(70);
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
@@ -60,6 +64,8 @@ pub struct RedisOptions {
     /// The database unreachable for this long (its liveness lock not taken again) stops the
     /// process.
     pub database_limit: Duration,
+    /// At shutdown, how long the jobs in hand may take.
+    pub drain_limit: Duration,
     pub consumers: Arc<Consumers>,
 }
 
@@ -68,6 +74,7 @@ impl Default for RedisOptions {
         Self {
             recovery_limit: DEFAULT_RECOVERY_LIMIT,
             database_limit: DEFAULT_RECOVERY_LIMIT,
+            drain_limit: DEFAULT_DRAIN_LIMIT,
             consumers: Arc::default(),
         }
     }
@@ -148,6 +155,10 @@ pub async fn run_redis(
 
 /// `run_redis` with explicit recovery options. Returns an error when a consumer gave up (the
 /// others are stopped first).
+///
+/// Shutdown is a drain: the consumers stop taking jobs, finish the ones they started (within
+/// `drain_limit`), and hand back the ones they fetched and had not started; then the process
+/// lets go of its liveness lock.
 pub async fn run_redis_with(
     client: redis::Client,
     namespace: &str,
@@ -159,10 +170,22 @@ pub async fn run_redis_with(
     let (stop, stopped) = watch::channel(false);
     let stop = Arc::new(stop);
     let on_shutdown = Arc::clone(&stop);
+    let (drain_from, drain_started) = tokio::sync::oneshot::channel::<tokio::time::Instant>();
     tokio::spawn(async move {
         shutdown.await;
+        tracing::info!("stopping: taking no more jobs, finishing the ones in hand");
+        let _ = drain_from.send(tokio::time::Instant::now());
         let _ = on_shutdown.send(true);
     });
+    let drain_limit = options.drain_limit;
+    // Resolves when the drain ran out of time (never before a shutdown).
+    let drain_over = async move {
+        match drain_started.await {
+            Ok(at) => tokio::time::sleep_until(at + drain_limit).await,
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::pin!(drain_over);
     let id = uuid::Uuid::new_v4().simple().to_string();
     // Set while the database is away: the consumers take no jobs (`database::keep`).
     let (pause, paused) = watch::channel(false);
@@ -211,6 +234,11 @@ pub async fn run_redis_with(
     };
     let (coaching, review, sweeper, ()) = tokio::select! {
         ended = all => ended,
+        () = &mut drain_over => {
+            tracing::warn!(running = InFlight::count(), ?drain_limit,
+                "stopping with jobs still running: past the drain limit; their calls run again elsewhere");
+            return Ok(());
+        }
         e = gave_up => {
             // The database stayed away past the limit: the others have taken this process's
             // calls over. Stop everything at once (no drain) and exit non-zero.
@@ -219,7 +247,12 @@ pub async fn run_redis_with(
             return Err(e);
         }
     };
-    InFlight::drain(DRAIN_LIMIT).await;
+    // Jobs that outlived the consumer that took them (a consumer rebuilt after a Redis error,
+    // a takeover run) finish within what is left of the drain.
+    tokio::select! {
+        () = InFlight::drain(drain_limit) => {}
+        () = &mut drain_over => {}
+    }
     coaching?;
     review?;
     sweeper.map_err(|e| RuntimeError::Worker(e.to_string()))
