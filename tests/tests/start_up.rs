@@ -1,6 +1,6 @@
 //! Starting in production (issue 27): any number of processes may start at once on an empty
 //! database (the migrator takes a lock: PostgreSQL's advisory lock, SQLite's file lock), and the
-//! api listens where a platform tells it to (`PORT`).
+//! api listens where a platform tells it to (`PORT`), where the image's HEALTHCHECK finds it.
 
 use grove_tests::{db::TestDb, default_env, free_port, paid::start_process, wait_until};
 use sea_orm::{ConnectionTrait, DatabaseBackend, Statement};
@@ -223,4 +223,24 @@ async fn the_api_listens_on_port_when_bind_addr_is_unset() {
         .await
         .expect("the api answers on PORT");
     assert_eq!(r.status(), 200);
+
+    // The image's HEALTHCHECK finds it the same way (PORT, BIND_ADDR unset), and fails on a
+    // port where nothing answers (a worker's WORKER_HEALTH_ADDR wins over both).
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/healthcheck");
+    let check = |vars: &[(&str, String)]| {
+        std::process::Command::new("bash")
+            .arg(script)
+            .env_clear()
+            .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
+            .status()
+            .expect("bash runs the healthcheck")
+            .success()
+    };
+    assert!(check(&[("PORT", port.to_string())]));
+    let nothing = free_port().to_string();
+    assert!(!check(&[("PORT", nothing.clone())]));
+    assert!(!check(&[
+        ("PORT", port.to_string()),
+        ("WORKER_HEALTH_ADDR", format!("0.0.0.0:{nothing}"))
+    ]));
 }
