@@ -17,6 +17,7 @@ pub async fn inject(
     t0: Instant,
     procs: Arc<Mutex<Procs>>,
     redis: Arc<tokio::sync::Mutex<Redis>>,
+    pg: Option<Arc<grove_tests::private_pg::PrivatePostgres>>,
     ends: Arc<Mutex<Vec<Instant>>>,
     client: &reqwest::Client,
     base: &str,
@@ -68,6 +69,20 @@ pub async fn inject(
             tokio::time::sleep(Duration::from_secs(1)).await;
             r.spawn();
             r.wait_ready().await;
+            lock(&ends).push(Instant::now());
+        }
+        Fault::PostgresRestart => {
+            tokio::time::sleep_until(fault_at.into()).await;
+            let Some(pg) = pg else { return };
+            // A managed database's failover: every connection dropped, back 3 s later.
+            let pg2 = Arc::clone(&pg);
+            tokio::task::spawn_blocking(move || pg2.down())
+                .await
+                .expect("pg_ctl stop");
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            tokio::task::spawn_blocking(move || pg.up())
+                .await
+                .expect("pg_ctl start");
             lock(&ends).push(Instant::now());
         }
         Fault::ApiTerm => {
