@@ -233,7 +233,8 @@ impl PaidApp {
     }
 }
 
-/// Starts `binary(name)` with exactly `env` (plus PATH), its output discarded.
+/// Starts `binary(name)` with exactly `env` (plus PATH), its output discarded (set
+/// `GROVE_TEST_PROCESS_LOGS` to a log filter, e.g. `info`, to see it while debugging a test).
 pub fn start_process<'a>(
     name: &str,
     env: impl IntoIterator<Item = (&'a str, &'a str)>,
