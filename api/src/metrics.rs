@@ -31,8 +31,8 @@ pub struct Metrics(Mutex<Inner>);
 
 /// The queue as read at scrape time.
 pub struct QueueGauges {
-    /// Jobs waiting (None: in-process queue).
-    pub depth: Option<u64>,
+    /// Ready, scheduled and held jobs per queue (None: in-process queue, or Redis unreadable).
+    pub stats: Option<Vec<grove_common::queue::QueueStats>>,
     /// Live consumers per queue (None: in-process queue, or Redis unreadable).
     pub consumers: Option<Vec<(&'static str, u64)>>,
     /// Settled calls whose failed push is being retried.
@@ -175,11 +175,36 @@ impl Metrics {
             "grove_job_latency_seconds_sum {}\ngrove_job_latency_seconds_count {}",
             h.sum, h.count
         );
-        if let Some(depth) = queue.depth {
-            let _ = writeln!(
-                out,
-                "# HELP grove_queue_depth Jobs waiting in the queue.\n# TYPE grove_queue_depth gauge\ngrove_queue_depth {depth}"
-            );
+        if let Some(stats) = &queue.stats {
+            // Separate gauges, each labelled by queue: a delayed follow-up is no work for a
+            // worker yet, so only `ready` (and what workers hold) is a scaling signal.
+            for (name, help, value) in [
+                (
+                    "grove_queue_ready_jobs",
+                    "Jobs that could run now and wait for a worker, by queue.",
+                    (|s: &grove_common::queue::QueueStats| s.ready) as fn(&_) -> u64,
+                ),
+                (
+                    "grove_queue_scheduled_jobs",
+                    "Delayed jobs not due yet, by queue.",
+                    |s| s.scheduled,
+                ),
+                (
+                    "grove_queue_held_jobs",
+                    "Jobs workers took and have not finished, by queue.",
+                    |s| s.held,
+                ),
+                (
+                    "grove_queue_backlog",
+                    "Ready plus held jobs, by queue: what the worker autoscaler divides by one worker's concurrency.",
+                    |s| s.backlog(),
+                ),
+            ] {
+                let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+                for s in stats {
+                    let _ = writeln!(out, "{name}{{queue=\"{}\"}} {}", s.queue, value(s));
+                }
+            }
         }
         if let Some(consumers) = &queue.consumers {
             let _ = writeln!(

@@ -14,7 +14,7 @@ use std::net::{IpAddr, SocketAddr};
 /// Paths no limit applies to: probes, metrics, and Twilio's signed webhooks (a burst of delivery
 /// reports comes from a few of Twilio's addresses). `/mcp` is limited inside, where a tool call's
 /// payment can be seen.
-const EXEMPT: [&str; 5] = ["/healthz", "/readyz", "/metrics", "/webhooks/", "/mcp"];
+const EXEMPT: [&str; 6] = ["/healthz", "/readyz", "/metrics", "/metrics/", "/webhooks/", "/mcp"];
 
 /// The connection's peer, which `axum::serve` leaves in every request's extensions.
 pub fn peer_ip(extensions: &axum::http::Extensions) -> Option<IpAddr> {

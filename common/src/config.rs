@@ -165,7 +165,7 @@ impl Config {
                 ));
             }
         };
-        let bind_addr = parse_or("BIND_ADDR", var("BIND_ADDR"), "0.0.0.0:8080")?;
+        let bind_addr = bind_addr(var("BIND_ADDR"), var("PORT"))?;
         let public_base_url = var("PUBLIC_BASE_URL")
             .unwrap_or_else(|| "http://localhost:8080".into())
             .trim_end_matches('/')
@@ -347,6 +347,22 @@ impl Config {
     /// True when payments are verified locally and never settled (development default).
     pub fn settles_locally(&self) -> bool {
         self.settlement.mode == SettlementMode::Facilitator && self.facilitator_url.is_none()
+    }
+}
+
+/// `BIND_ADDR` when set; else every interface on `PORT` (what Heroku-style platforms route to);
+/// else `0.0.0.0:8080`.
+fn bind_addr(bind: Option<String>, port: Option<String>) -> Result<SocketAddr, ConfigError> {
+    match (bind, port) {
+        (Some(addr), _) => parse_or("BIND_ADDR", Some(addr), ""),
+        (None, Some(port)) => match port.parse::<u16>() {
+            Ok(p) if p > 0 => Ok(SocketAddr::from(([0, 0, 0, 0], p))),
+            _ => Err(invalid(
+                "PORT",
+                format!("expected a port from 1 to 65535, got {port:?}"),
+            )),
+        },
+        (None, None) => parse_or("BIND_ADDR", None, "0.0.0.0:8080"),
     }
 }
 

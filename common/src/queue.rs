@@ -261,18 +261,6 @@ impl JobQueue {
         }
         Ok(Some(out))
     }
-
-    /// Jobs waiting in both queues (active lists plus scheduled sets); None in memory mode.
-    pub async fn depth(&self) -> Option<u64> {
-        let mut total = 0;
-        for cfg in [lane_config(&self.coaching)?, lane_config(&self.review)?] {
-            let mut c = self.conn.clone()?;
-            let active: u64 = c.llen(cfg.active_jobs_list()).await.ok()?;
-            let scheduled: u64 = c.zcard(cfg.scheduled_jobs_set()).await.ok()?;
-            total += active + scheduled;
-        }
-        Some(total)
-    }
 }
 
 fn lane_config<T>(lane: &Lane<T>) -> Option<apalis_redis::Config> {
@@ -281,6 +269,9 @@ fn lane_config<T>(lane: &Lane<T>) -> Option<apalis_redis::Config> {
         Lane::Memory(_) => None,
     }
 }
+
+mod stats;
+pub use stats::QueueStats;
 
 #[cfg(test)]
 mod tests;

@@ -1,9 +1,11 @@
 //! Grove's database schema, one migration per change. The same migrations run unchanged on
-//! SQLite and PostgreSQL, at start-up of every process and as the `migrate` command.
+//! SQLite and PostgreSQL, at start-up of every process and as the `migrate` command, one process
+//! at a time (`lock`).
 
 pub use sea_orm_migration::prelude::*;
 
 pub mod check;
+pub mod lock;
 
 mod m20261122_000001_paid_calls;
 mod m20261122_000002_review_requests;
@@ -40,8 +42,12 @@ impl MigratorTrait for Migrator {
     }
 }
 
-/// Applies every pending migration. Safe to call concurrently from several processes on
-/// PostgreSQL only if they race benignly; production runs `migrate` once as the release step.
+/// Applies every pending migration, holding the migration lock (`lock`): any number of
+/// processes may call it at once on the same database; one migrates, the others wait for it and
+/// find nothing left to do.
 pub async fn run(db: &sea_orm_migration::sea_orm::DatabaseConnection) -> Result<(), DbErr> {
-    Migrator::up(db, None).await
+    let lock = lock::MigrationLock::take(db).await?;
+    let applied = Migrator::up(db, None).await;
+    lock.release().await;
+    applied
 }

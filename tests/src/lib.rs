@@ -9,6 +9,7 @@ pub mod facilitator;
 pub mod llm;
 pub mod mcp;
 pub mod paid;
+pub mod private_pg;
 pub mod queue_rig;
 pub mod review;
 pub mod smart_wallet;

@@ -241,7 +241,8 @@ impl PaidApp {
     }
 }
 
-/// Starts `binary(name)` with exactly `env` (plus PATH), its output discarded.
+/// Starts `binary(name)` with exactly `env` (plus PATH), its output discarded (set
+/// `GROVE_TEST_PROCESS_LOGS` to a log filter, e.g. `info`, to see it while debugging a test).
 pub fn start_process<'a>(
     name: &str,
     env: impl IntoIterator<Item = (&'a str, &'a str)>,
@@ -249,14 +250,19 @@ pub fn start_process<'a>(
     let mut cmd = std::process::Command::new(crate::binary(name));
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("RUST_LOG", "warn");
+        .env(
+            "RUST_LOG",
+            std::env::var("GROVE_TEST_PROCESS_LOGS").unwrap_or_else(|_| "warn".into()),
+        );
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{name} starts: {e}"))
+    let quiet = std::env::var_os("GROVE_TEST_PROCESS_LOGS").is_none();
+    if quiet {
+        cmd.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+    }
+    cmd.spawn().unwrap_or_else(|e| panic!("{name} starts: {e}"))
 }
 
 impl PaidApp {

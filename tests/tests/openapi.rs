@@ -22,6 +22,7 @@ const PATHS: &[&str] = &[
     "/healthz",
     "/readyz",
     "/metrics",
+    "/metrics/queues",
     "/api/v1/receipts/{id}",
     "/api/v1/actions/review-request/requests/{id}",
     "/api/v1/actions/review-request/requests/{id}/cancel",

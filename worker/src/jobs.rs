@@ -11,6 +11,7 @@ use grove_common::{
         calls::{self, Finisher, LEASE_RENEW_EVERY, Runner, Start, status},
         entities::call,
         liveness::Liveness,
+        outage,
     },
     jobs::{CoachingJob, Started},
     queue::JobQueue,
@@ -186,15 +187,20 @@ pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Res
             model_calls,
             answer,
         } => {
-            let stored = calls::complete(
-                &deps.db,
-                call.id,
-                by,
-                envelope,
-                (usage.input_tokens, usage.output_tokens),
-                model_calls,
-                answer,
-            )
+            // A database blip (restart, failover) is waited out: the answer is paid for, and a
+            // run that gave up here would make the next one call the model again.
+            let _live = crate::in_flight::LiveRun::enter(runner.run);
+            let stored = outage::retrying("store the call's result", || {
+                calls::complete(
+                    &deps.db,
+                    call.id,
+                    by,
+                    envelope.clone(),
+                    (usage.input_tokens, usage.output_tokens),
+                    model_calls,
+                    answer.clone(),
+                )
+            })
             .await?;
             let Some(stored) = stored else {
                 return lease_lost();
@@ -208,7 +214,12 @@ pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Res
             deps.completions.completed(call.id, stored).await;
         }
         Outcome::Failed { reason } => {
-            if !calls::fail(&deps.db, call.id, by, &reason).await? {
+            let _live = crate::in_flight::LiveRun::enter(runner.run);
+            let failed = outage::retrying("store the call's failure", || {
+                calls::fail(&deps.db, call.id, by, &reason)
+            })
+            .await?;
+            if !failed {
                 return lease_lost();
             }
             tracing::warn!(%reason, "coaching call failed");
@@ -234,6 +245,7 @@ async fn holding_lease<T>(
     work: impl Future<Output = Result<T, sea_orm::DbErr>>,
 ) -> Result<Option<T>, JobError> {
     tokio::pin!(work);
+    let _live = crate::in_flight::LiveRun::enter(owner);
     let period = calls::LEASE_RENEW_EVERY;
     let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     loop {

@@ -152,6 +152,8 @@ pub async fn run(
     let deps = deps(config, parts)?;
     let options = runtime::RedisOptions {
         recovery_limit: settings.recovery_limit,
+        database_limit: settings.database_limit,
+        drain_limit: settings.drain_limit,
         ..Default::default()
     };
     let (stop_health, health_stopped) = tokio::sync::oneshot::channel::<()>();

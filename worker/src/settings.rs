@@ -12,6 +12,12 @@ pub struct WorkerSettings {
     /// `QUEUE_RECOVERY_LIMIT_S`: a consumer failing this long without a heartbeat stops the
     /// process (exit status 1) so that its supervisor restarts it.
     pub recovery_limit: Duration,
+    /// `DATABASE_RECOVERY_LIMIT_S`: the database unreachable this long (the liveness lock not
+    /// taken again) stops the process (exit status 1).
+    pub database_limit: Duration,
+    /// `WORKER_DRAIN_S`: on SIGTERM, how long the jobs in hand may take to finish before the
+    /// process stops anyway (set the supervisor's grace period above it).
+    pub drain_limit: Duration,
 }
 
 impl Default for WorkerSettings {
@@ -19,6 +25,8 @@ impl Default for WorkerSettings {
         Self {
             health_addr: None,
             recovery_limit: crate::runtime::DEFAULT_RECOVERY_LIMIT,
+            database_limit: crate::runtime::DEFAULT_RECOVERY_LIMIT,
+            drain_limit: crate::runtime::DEFAULT_DRAIN_LIMIT,
         }
     }
 }
@@ -46,21 +54,29 @@ impl WorkerSettings {
                 )
             })?),
         };
-        let recovery_limit = match set("QUEUE_RECOVERY_LIMIT_S") {
-            None => crate::runtime::DEFAULT_RECOVERY_LIMIT,
+        let limit = |var: &'static str| match set(var) {
+            None => Ok(crate::runtime::DEFAULT_RECOVERY_LIMIT),
             Some(v) => match v.trim().parse::<u64>() {
-                Ok(s) if (1..=3600).contains(&s) => Duration::from_secs(s),
-                _ => {
-                    return Err(invalid(
-                        "QUEUE_RECOVERY_LIMIT_S",
-                        "must be between 1 and 3600 seconds",
-                    ));
-                }
+                Ok(s) if (1..=3600).contains(&s) => Ok(Duration::from_secs(s)),
+                _ => Err(invalid(var, "must be between 1 and 3600 seconds")),
             },
         };
         Ok(Self {
             health_addr,
-            recovery_limit,
+            recovery_limit: limit("QUEUE_RECOVERY_LIMIT_S")?,
+            database_limit: limit("DATABASE_RECOVERY_LIMIT_S")?,
+            drain_limit: match set("WORKER_DRAIN_S") {
+                None => crate::runtime::DEFAULT_DRAIN_LIMIT,
+                Some(v) => match v.trim().parse::<u64>() {
+                    Ok(s) if (1..=3600).contains(&s) => Duration::from_secs(s),
+                    _ => {
+                        return Err(invalid(
+                            "WORKER_DRAIN_S",
+                            "must be between 1 and 3600 seconds",
+                        ));
+                    }
+                },
+            },
         })
     }
 }
@@ -93,6 +109,8 @@ mod tests {
             ("WORKER_HEALTH_ADDR", "nowhere"),
             ("QUEUE_RECOVERY_LIMIT_S", "0"),
             ("QUEUE_RECOVERY_LIMIT_S", "soon"),
+            ("DATABASE_RECOVERY_LIMIT_S", "0"),
+            ("WORKER_DRAIN_S", "0"),
         ] {
             let err = read(&[(k, v)]).unwrap_err();
             assert!(err.to_string().starts_with(k), "{err}");

@@ -109,6 +109,13 @@ pub enum ApiError {
     /// 503: the work cannot be done right now, so it is not sold.
     #[error("{0}")]
     Unavailable(&'static str),
+    /// 503: the database cannot be reached right now (a restart, a failover): answered before
+    /// any payment is taken, and after one with the receipt's outcome kept for the identical
+    /// retry, which is never charged twice.
+    #[error(
+        "the service's database is unreachable for a moment; nothing more will be charged: retry the identical request shortly, the same payment stays valid"
+    )]
+    DatabaseUnavailable,
     /// 503: no `X402_PAY_TO` configured.
     #[error("payments are not configured on this server")]
     PaymentsDisabled,
@@ -140,12 +147,21 @@ impl ApiError {
     }
 }
 
-/// The database is unreachable or refused a statement: an outage, not the client's doing.
+/// A database that cannot be reached is a 503 the client may retry (issue 27); a statement the
+/// database refused is a bug or an outage of another kind: a 500.
 impl From<sea_orm::DbErr> for ApiError {
     fn from(e: sea_orm::DbErr) -> Self {
+        if grove_common::db::outage::is_unreachable(&e) {
+            tracing::warn!(error = %e, "database unreachable; answering 503");
+            return ApiError::DatabaseUnavailable;
+        }
         ApiError::internal(e)
     }
 }
+
+/// Seconds a 503 `database_unavailable` asks a client to wait: a restart or failover is over
+/// within seconds.
+const DATABASE_RETRY_AFTER_S: u64 = 2;
 
 /// An error and every source under it, outermost first: `a: b: c`.
 fn chain(e: &(dyn std::error::Error + 'static)) -> String {
@@ -193,6 +209,7 @@ impl ApiError {
             ApiError::Unavailable(_) | ApiError::PaymentsDisabled => {
                 Some(NOT_ON_SALE_RETRY_AFTER_S)
             }
+            ApiError::DatabaseUnavailable => Some(DATABASE_RETRY_AFTER_S),
             _ => None,
         }
     }
@@ -226,6 +243,7 @@ impl ApiError {
             ApiError::Unavailable(_)
             | ApiError::PaymentsDisabled
             | ApiError::SettlementUnavailable { .. }
+            | ApiError::DatabaseUnavailable
             | ApiError::ProviderUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -261,6 +279,7 @@ impl ApiError {
             ApiError::PaymentsDisabled => "payments_disabled",
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::ProviderUnavailable { provider, .. } => unavailable_code(*provider),
+            ApiError::DatabaseUnavailable => "database_unavailable",
             ApiError::Internal(_) => "internal",
         }
     }

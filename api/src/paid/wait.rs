@@ -4,7 +4,7 @@
 use crate::x402::challenge::codes;
 use grove_common::{
     completion::{Completions, Waiter},
-    db::{calls, calls::status, entities::result},
+    db::{calls, calls::status, entities::result, outage},
 };
 use sea_orm::{DatabaseConnection, DbErr};
 use std::time::Duration;
@@ -83,10 +83,13 @@ pub async fn until_final_with(
                 if let Some(result) = waiter.result() {
                     return Ok(Outcome::Completed(Some(Box::new(result))));
                 }
-                return Ok(match look(db, call_id).await? {
-                    Ok(done) => done,
-                    Err(true) => Outcome::SettlementPending,
-                    Err(false) => Outcome::TimedOut,
+                return Ok(match look(db, call_id).await {
+                    Ok(Ok(done)) => done,
+                    Ok(Err(true)) => Outcome::SettlementPending,
+                    // A database out at the deadline: the work goes on, the receipt tells.
+                    Ok(Err(false)) => Outcome::TimedOut,
+                    Err(e) if outage::is_unreachable(&e) => Outcome::TimedOut,
+                    Err(e) => return Err(e),
                 });
             }
         }
@@ -94,8 +97,15 @@ pub async fn until_final_with(
         if let Some(result) = waiter.result() {
             return Ok(Outcome::Completed(Some(Box::new(result))));
         }
-        if let Ok(done) = look(db, call_id).await? {
-            return Ok(done);
+        match look(db, call_id).await {
+            Ok(Ok(done)) => return Ok(done),
+            Ok(Err(_)) => {}
+            // The database went away while the work runs (a restart, a failover): keep
+            // waiting for it, the completion or the deadline, whichever comes first.
+            Err(e) if outage::is_unreachable(&e) => {
+                tracing::debug!(error = %e, %call_id, "database unreachable while waiting; waiting on");
+            }
+            Err(e) => return Err(e),
         }
     }
 }

@@ -51,6 +51,7 @@ fn endpoint(op: &Operation) -> MethodRouter<AppState> {
         Op::ReceiveSmsStatus => op.on(webhooks::status_callback),
         Op::ReceiveSmsInbound => op.on(webhooks::inbound),
         Op::GetMetrics => op.on(operations::metrics),
+        Op::GetQueueMetrics => op.on(operations::queue_stats),
         Op::GetHealth => op.on(operations::health),
         Op::GetReadiness => op.on(operations::ready),
     }

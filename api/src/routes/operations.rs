@@ -1,5 +1,12 @@
-//! Liveness, readiness (database and queue; the providers' health gates shown beside them) and
-//! Prometheus metrics.
+//! Liveness, readiness (database and queue; the providers' health gates shown beside them),
+//! Prometheus metrics, and the queues' counts as JSON (what the worker autoscaler reads).
+//!
+//! Readiness says whether this api process can serve: its database and its queue answer. A
+//! queue that no worker consumes is not the api's fault and not a reason to leave the load
+//! balancer (the api would leave exactly when work arrives for workers scaled to zero): it is
+//! reported in the body, as `grove_queue_consumers`, and alerted on (`deploy/kubernetes`). An
+//! open provider gate does not make the api unready either: it refuses only what needs that
+//! provider, before payment.
 
 use crate::{metrics::QueueGauges, state::AppState};
 use axum::{
@@ -25,9 +32,9 @@ pub(super) async fn ready(State(state): State<AppState>) -> impl IntoResponse {
         }
     };
     let mut checks = json!({"database": check(&db), "queue": check(&queue)});
-    let mut ok = db.is_ok() && queue.is_ok();
+    let ok = db.is_ok() && queue.is_ok();
     let mut live = None;
-    // With Redis, jobs run only if some `worker` takes them: a queue nobody consumes is down.
+    // With Redis, jobs run only if some `worker` takes them: said here, not a 503 (see above).
     if queue.is_ok()
         && let Ok(Some(consumers)) = state.queue.consumers().await
     {
@@ -37,8 +44,7 @@ pub(super) async fn ready(State(state): State<AppState>) -> impl IntoResponse {
             .map(|(q, _)| *q)
             .collect();
         if !idle.is_empty() {
-            tracing::warn!(queues = ?idle, "readiness: no live worker consumes these queues");
-            ok = false;
+            tracing::debug!(queues = ?idle, "readiness: no live worker consumes these queues");
         }
         checks["consumers"] = json!(if idle.is_empty() { "ok" } else { "none_alive" });
         live = Some(consumers);
@@ -74,7 +80,7 @@ const READY_RETRY_AFTER_S: &str = "5";
 
 pub(super) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let queue = QueueGauges {
-        depth: state.queue.depth().await,
+        stats: state.queue.stats().await.ok().flatten(),
         consumers: state.queue.consumers().await.ok().flatten(),
         push_retries: state.push_retries.count(),
     };
@@ -84,4 +90,44 @@ pub(super) async fn metrics(State(state): State<AppState>) -> impl IntoResponse 
             .metrics
             .render(&queue, state.sweeps.as_deref(), &state.gates.all()),
     )
+}
+
+/// `GET /metrics/queues`: each queue's ready, scheduled and held jobs, its backlog (ready +
+/// held) and its live consumers, as JSON for KEDA's metrics-api scaler (`valueLocation:
+/// queues.coaching.backlog`). 503 while Redis cannot be read (KEDA then keeps the replicas it
+/// has, or its fallback); `{"queues": null}` with the in-process queue.
+pub(super) async fn queue_stats(State(state): State<AppState>) -> impl IntoResponse {
+    let stats = match state.queue.stats().await {
+        Ok(stats) => stats,
+        Err(e) => {
+            tracing::warn!(error = %e, "queue counts unavailable");
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, READY_RETRY_AFTER_S)],
+                Json(json!({"queues": null, "error": "queue unavailable"})),
+            )
+                .into_response();
+        }
+    };
+    let consumers = state.queue.consumers().await.ok().flatten();
+    let queues = stats.map(|all| {
+        all.iter()
+            .map(|s| {
+                let live = consumers
+                    .iter()
+                    .flatten()
+                    .find(|(q, _)| *q == s.queue)
+                    .map(|(_, n)| *n);
+                let body = json!({
+                    "ready": s.ready,
+                    "scheduled": s.scheduled,
+                    "held": s.held,
+                    "backlog": s.backlog(),
+                    "consumers": live,
+                });
+                (s.queue.to_owned(), body)
+            })
+            .collect::<serde_json::Map<_, _>>()
+    });
+    Json(json!({ "queues": queues })).into_response()
 }

@@ -37,6 +37,7 @@ pub enum Op {
     ReceiveSmsStatus,
     ReceiveSmsInbound,
     GetMetrics,
+    GetQueueMetrics,
     GetHealth,
     GetReadiness,
 }
@@ -130,7 +131,7 @@ const fn free(
 use Method::{Get, Post};
 
 /// In the order the OpenAPI document lists them.
-pub static OPERATIONS: [Operation; 22] = [
+pub static OPERATIONS: [Operation; 23] = [
     free(
         Op::ListAgents,
         Get,
@@ -295,6 +296,14 @@ pub static OPERATIONS: [Operation; 22] = [
         "operations",
     ),
     free(
+        Op::GetQueueMetrics,
+        Get,
+        paths::QUEUE_METRICS,
+        "getQueueMetrics",
+        "Each queue's ready, scheduled and held jobs and live consumers (what the worker autoscaler reads)",
+        "operations",
+    ),
+    free(
         Op::GetHealth,
         Get,
         paths::HEALTHZ,
@@ -307,7 +316,7 @@ pub static OPERATIONS: [Operation; 22] = [
         Get,
         paths::READYZ,
         "getReadiness",
-        "Readiness (database, queue, and with separate workers, a live consumer on every queue)",
+        "Readiness of this process: its database and its queue answer (live consumers are listed, not required)",
         "operations",
     ),
 ];

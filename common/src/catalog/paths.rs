@@ -46,6 +46,8 @@ pub const REVIEW_LINK: &str = "/r/{token}";
 pub const SMS_STATUS_WEBHOOK: &str = "/webhooks/sms/status";
 pub const SMS_INBOUND_WEBHOOK: &str = "/webhooks/sms/inbound";
 pub const METRICS: &str = "/metrics";
+/// The queues' counts as JSON, for the worker autoscaler.
+pub const QUEUE_METRICS: &str = "/metrics/queues";
 pub const HEALTHZ: &str = "/healthz";
 pub const READYZ: &str = "/readyz";
 /// The MCP endpoint (streamable HTTP, JSON-RPC): not an operation of the OpenAPI document.

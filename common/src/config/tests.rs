@@ -22,6 +22,20 @@ fn defaults_describe_a_development_machine() {
 }
 
 #[test]
+fn the_api_listens_on_port_when_bind_addr_is_unset() {
+    let addr = |pairs: &[(&str, &str)]| config(pairs).expect("valid").bind_addr.to_string();
+    assert_eq!(addr(&[]), "0.0.0.0:8080");
+    assert_eq!(addr(&[("PORT", "5123")]), "0.0.0.0:5123");
+    // An explicit address wins over the platform's port.
+    assert_eq!(
+        addr(&[("PORT", "5123"), ("BIND_ADDR", "127.0.0.1:9000")]),
+        "127.0.0.1:9000"
+    );
+    // Empty counts as unset, as for every variable.
+    assert_eq!(addr(&[("PORT", "5123"), ("BIND_ADDR", "")]), "0.0.0.0:5123");
+}
+
+#[test]
 fn production_refuses_local_settlement_and_the_outbox() {
     let err = config(&[("APP_ENV", "production")]).unwrap_err();
     assert!(
@@ -86,6 +100,8 @@ fn bad_values_name_their_variable() {
         ("LLM_PROVIDER", "gemini"),
         ("CALL_DEADLINE_S", "soon"),
         ("BIND_ADDR", "nowhere"),
+        ("PORT", "http"),
+        ("PORT", "0"),
         ("SQLITE_SYNCHRONOUS", "off"),
         ("WORKER_CONCURRENCY", "0"),
         ("DATABASE_POOL_SIZE", "0"),

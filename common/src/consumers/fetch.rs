@@ -130,6 +130,8 @@ pub struct FairFetch<B> {
     /// The waker the inner backend gets: it tells its own wake-ups (a fetch's answer) apart
     /// from the task's other ones.
     inner: Arc<InnerWake>,
+    /// While true, no fetch (the worker's database is away, or it is draining).
+    paused: Option<watch::Receiver<bool>>,
 }
 
 /// Records that the inner backend asked to be polled, and passes the wake-up on to the task.
@@ -191,7 +193,14 @@ impl<B> FairFetch<B> {
             cooldown: None,
             announce: Announce { conn, channel },
             inner: Arc::default(),
+            paused: None,
         }
+    }
+
+    /// Takes no job while `paused` is true (the poll tick looks again).
+    pub fn paused_while(mut self, paused: watch::Receiver<bool>) -> Self {
+        self.paused = Some(paused);
+        self
     }
 }
 
@@ -222,6 +231,11 @@ impl<B: Backend> Backend for FairFetch<B> {
         while let Poll::Ready(Some(())) = self.wake.poll_recv(cx) {
             self.armed = true;
             self.tick_only = false;
+        }
+        // Paused: nothing is fetched; the signals stay armed for when it resumes (the poll
+        // tick, whose waker is registered above, looks again within `every`).
+        if self.paused.as_ref().is_some_and(|p| *p.borrow()) {
+            return Poll::Pending;
         }
         // The task is also polled for wake-ups that are not ours (apalis polls a worker's
         // backends together): only a signal, or the inner backend's own wake-up (the answer to

@@ -16,7 +16,7 @@ use uuid::Uuid;
 mod lease;
 mod pg;
 pub use lease::{
-    Finisher, Holder, LEASE, LEASE_RENEW_EVERY, Runner, Running, Start, holder, renew_lease,
+    Finisher, Holder, LEASE, LEASE_RENEW_EVERY, Runner, Running, Start, adopt, holder, renew_lease,
     running_elsewhere, start_attempt, start_settled, take_over,
 };
 pub use pg::settled as settled_in_one_statement;

@@ -9,16 +9,31 @@
 //!
 //! - **PostgreSQL**: a session-level advisory lock `(NAMESPACE, key)` on a connection of its own.
 //!   A SIGKILL closes the socket and PostgreSQL releases the lock; `pg_locks` lists the keys held.
-//!   If that connection drops while the process lives, its calls look dead to the others, so the
-//!   process must stop running jobs: `lost()` resolves and the runtime exits non-zero.
+//!   If that connection drops while the process lives (a restart or failover of the database
+//!   drops every connection), its calls look dead to the others: `lost()` resolves, the worker
+//!   stops taking jobs, and `reclaim` takes a lock under a NEW key once the database is back (a
+//!   new owner: whatever the old key held is the others' to take over, and a run that lost its
+//!   call that way cannot store over the run that took it, `calls::Finisher`). The runs still
+//!   alive in the process move to the new key (`calls::adopt`). For `RECLAIM_GRACE` after its own
+//!   reclaim a process counts every other process alive, so that processes which lost their
+//!   lock in the same outage can move their runs before anyone takes them over.
 //! - **SQLite** (one machine by nature): an exclusive `flock` on `{database}.owners/{key}`. A lock
 //!   that another process can take belongs to a dead process. The api's embedded worker, restarted
 //!   after a crash, finds its previous incarnation dead this way and takes its calls over.
 //! - **In-memory SQLite**: one process, nothing survives it: only this process is alive.
 
 use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr, Statement};
-use std::{collections::HashSet, fs::File, path::PathBuf, sync::Arc, time::Duration};
-use tokio::sync::watch;
+use std::{
+    collections::HashSet,
+    fs::File,
+    path::PathBuf,
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicI64, Ordering::SeqCst},
+    },
+    time::Duration,
+};
+use tokio::{sync::watch, time::Instant};
 
 /// The first half of every advisory lock key Grove takes ("grov"), so that `pg_locks` tells
 /// Grove's processes from other users of advisory locks.
@@ -28,6 +43,10 @@ pub const NAMESPACE: i32 = 0x6772_6f76;
 const PING_EVERY: Duration = Duration::from_secs(1);
 /// A ping unanswered for this long counts as a lost connection.
 const PING_TIMEOUT: Duration = Duration::from_secs(10);
+/// After a reclaim, how long every other process counts as alive: the processes that lost their
+/// lock in the same outage reconnect within a second or two of the database coming back (their
+/// backoff is capped at one second) and move their runs to their new keys meanwhile.
+pub const RECLAIM_GRACE: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum LivenessError {
@@ -45,11 +64,14 @@ pub enum LivenessError {
 /// This process's claim to be alive, and the view of everyone else's.
 #[derive(Debug)]
 pub struct Liveness {
-    key: i64,
+    /// The key held now (a reclaim changes it).
+    key: AtomicI64,
     kind: Kind,
-    lost: watch::Receiver<bool>,
-    /// Stops the PostgreSQL connection's watch when this claim is dropped.
-    _stop: watch::Sender<bool>,
+    lost: watch::Sender<bool>,
+    /// Stops the PostgreSQL connection's watch when this claim is dropped or replaced.
+    stop: Mutex<watch::Sender<bool>>,
+    /// When this process last took its lock again after losing it.
+    reclaimed_at: Mutex<Option<Instant>>,
 }
 
 #[derive(Debug)]
@@ -67,11 +89,13 @@ enum Kind {
 #[derive(Clone, Debug, Default)]
 pub struct Alive {
     keys: HashSet<i64>,
+    /// Within `RECLAIM_GRACE` of this process's own reclaim: count everyone alive.
+    all: bool,
 }
 
 impl Alive {
     pub fn contains(&self, key: i64) -> bool {
-        self.keys.contains(&key)
+        self.all || self.keys.contains(&key)
     }
 
     /// How many processes run jobs (at least one: the one asking).
@@ -85,10 +109,10 @@ impl Liveness {
     /// value for the life of the process: dropping it declares the process dead.
     pub async fn claim(db: &DatabaseConnection, url: &str) -> Result<Arc<Self>, LivenessError> {
         let (stop, stopped) = watch::channel(false);
-        let (lost_tx, lost) = watch::channel(false);
+        let (lost, _) = watch::channel(false);
         let (key, kind) = match db.get_database_backend() {
             DatabaseBackend::Postgres => {
-                let key = lock_postgres(db, stopped, lost_tx).await?;
+                let key = lock_postgres(db, stopped, lost.clone()).await?;
                 (key, Kind::Postgres)
             }
             _ => match super::sqlite_file(url) {
@@ -102,31 +126,69 @@ impl Liveness {
         };
         tracing::info!(owner = key, "holding this process's liveness lock");
         Ok(Arc::new(Self {
-            key,
+            key: AtomicI64::new(key),
             kind,
             lost,
-            _stop: stop,
+            stop: Mutex::new(stop),
+            reclaimed_at: Mutex::new(None),
         }))
     }
 
     /// This process's key (what `calls.lease_process` records for its runs).
     pub fn key(&self) -> i64 {
-        self.key
+        self.key.load(SeqCst)
     }
 
     /// Resolves if this process can no longer prove it is alive (its lock's connection dropped):
-    /// its calls may be taken over from now on, so it must stop running jobs. Never resolves
-    /// for a file lock or a single in-memory process.
+    /// its calls may be taken over from now on, so it must stop taking jobs until `reclaim`.
+    /// Never resolves for a file lock or a single in-memory process.
     pub async fn lost(&self) {
-        let mut lost = self.lost.clone();
+        let mut lost = self.lost.subscribe();
         if lost.wait_for(|l| *l).await.is_err() {
             std::future::pending::<()>().await;
         }
     }
 
+    /// Whether the lock is lost right now (and not reclaimed yet).
+    pub fn is_lost(&self) -> bool {
+        *self.lost.borrow()
+    }
+
+    /// Takes a lock under a new key on `db` after the old one was lost, and returns the old key.
+    /// The caller moves its live runs to the new key (`calls::adopt`).
+    pub async fn reclaim(&self, db: &DatabaseConnection) -> Result<i64, LivenessError> {
+        let Kind::Postgres = self.kind else {
+            return Ok(self.key());
+        };
+        let (stop, stopped) = watch::channel(false);
+        let key = lock_postgres(db, stopped, self.lost.clone()).await?;
+        let old = self.key.swap(key, SeqCst);
+        let previous = std::mem::replace(
+            &mut *self.stop.lock().unwrap_or_else(PoisonError::into_inner),
+            stop,
+        );
+        let _ = previous.send(true);
+        *self
+            .reclaimed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+        self.lost.send_replace(false);
+        tracing::warn!(
+            old_owner = old,
+            owner = key,
+            "took a new liveness lock after losing the old one"
+        );
+        Ok(old)
+    }
+
     /// Every process alive now, this one included.
     pub async fn alive(&self, db: &impl ConnectionTrait) -> Result<Alive, DbErr> {
-        let mut keys = HashSet::from([self.key]);
+        let mut keys = HashSet::from([self.key()]);
+        let all = self
+            .reclaimed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some_and(|at| at.elapsed() < RECLAIM_GRACE);
         match &self.kind {
             Kind::Postgres => {
                 let rows = db
@@ -146,12 +208,12 @@ impl Liveness {
             Kind::Files { dir, .. } => keys.extend(live_files(dir)),
             Kind::Solo => {}
         }
-        Ok(Alive { keys })
+        Ok(Alive { keys, all })
     }
 
     /// Whether the process holding `key` is alive.
     pub async fn is_alive(&self, db: &impl ConnectionTrait, key: i64) -> Result<bool, DbErr> {
-        if key == self.key {
+        if key == self.key() {
             return Ok(true);
         }
         Ok(self.alive(db).await?.contains(key))
@@ -162,8 +224,13 @@ impl Drop for Liveness {
     fn drop(&mut self) {
         // A clean stop: say so at once rather than leave the file for someone to find unlocked.
         if let Kind::Files { dir, .. } = &self.kind {
-            let _ = std::fs::remove_file(dir.join(self.key.to_string()));
+            let _ = std::fs::remove_file(dir.join(self.key().to_string()));
         }
+        let _ = self
+            .stop
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send(true);
     }
 }
 
@@ -217,7 +284,7 @@ async fn lock_postgres(
                 Err(_) => format!("no answer within {PING_TIMEOUT:?}"),
             };
             tracing::error!(%error, owner = key, "lost the connection holding this process's liveness lock");
-            let _ = lost.send(true);
+            lost.send_replace(true);
             return;
         }
     });

@@ -4,6 +4,7 @@
 pub mod calls;
 pub mod entities;
 pub mod liveness;
+pub mod outage;
 pub mod payments;
 pub mod phone_marks;
 pub mod reviews;

@@ -86,8 +86,14 @@ pub(super) async fn record(
     call: &call::Model,
     entry: Option<ModelCallRecord>,
 ) -> Result<(), DbErr> {
+    // Keyed by run and sequence: repeating it after a database blip stores it once.
     match entry {
-        Some(rec) => calls::store_model_call(db, call.id, rec).await,
+        Some(rec) => {
+            grove_common::db::outage::retrying("store a model answer", || {
+                calls::store_model_call(db, call.id, rec.clone())
+            })
+            .await
+        }
         None => Ok(()),
     }
 }

@@ -8,6 +8,7 @@
 //! process died, straight from the database. A process that loses its liveness lock stops at
 //! once with an error: the others are taking its calls over.
 
+mod database;
 mod supervise;
 pub mod takeover;
 
@@ -30,8 +31,12 @@ use tokio::sync::watch;
 /// How long a consumer may go without getting back to Redis before the process gives up.
 pub const DEFAULT_RECOVERY_LIMIT: Duration = Duration::from_secs(60);
 
-/// At shutdown, how long to wait for jobs that outlived the consumer that took them.
-const DRAIN_LIMIT: Duration = Duration::from_secs(20);
+/// At shutdown, how long the jobs in hand may take to finish (`WORKER_DRAIN_S`): past it the
+/// process stops anyway, and its calls are taken over by the others (a second model call). Longer
+/// than the longest job (a coaching call is bounded by `CALL_DEADLINE_S`, 60 s by default), and
+/// shorter than the supervisor's grace period (`terminationGracePeriodSeconds` 90 s in
+/// `deploy/kubernetes`).
+pub const DEFAULT_DRAIN_LIMIT: Duration = Duration::from_secs(70);
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
@@ -41,10 +46,8 @@ pub enum RuntimeError {
     Worker(String),
     #[error("sweep schedule: {0}")]
     Schedule(String),
-    #[error(
-        "lost the database connection holding this process's liveness lock: its calls are being taken over elsewhere"
-    )]
-    LivenessLost,
+    #[error("the database did not come back within {limit:?}: {error}")]
+    DatabaseGaveUp { limit: Duration, error: String },
     #[error("the {lane} consumer could not get back to Redis within {limit:?}: {error}")]
     GaveUp {
         lane: &'static str,
@@ -58,6 +61,11 @@ pub enum RuntimeError {
 pub struct RedisOptions {
     /// A consumer failing for this long without one heartbeat stops the process.
     pub recovery_limit: Duration,
+    /// The database unreachable for this long (its liveness lock not taken again) stops the
+    /// process.
+    pub database_limit: Duration,
+    /// At shutdown, how long the jobs in hand may take.
+    pub drain_limit: Duration,
     pub consumers: Arc<Consumers>,
 }
 
@@ -65,6 +73,8 @@ impl Default for RedisOptions {
     fn default() -> Self {
         Self {
             recovery_limit: DEFAULT_RECOVERY_LIMIT,
+            database_limit: DEFAULT_RECOVERY_LIMIT,
+            drain_limit: DEFAULT_DRAIN_LIMIT,
             consumers: Arc::default(),
         }
     }
@@ -145,6 +155,10 @@ pub async fn run_redis(
 
 /// `run_redis` with explicit recovery options. Returns an error when a consumer gave up (the
 /// others are stopped first).
+///
+/// Shutdown is a drain: the consumers stop taking jobs, finish the ones they started (within
+/// `drain_limit`), and hand back the ones they fetched and had not started; then the process
+/// lets go of its liveness lock.
 pub async fn run_redis_with(
     client: redis::Client,
     namespace: &str,
@@ -156,11 +170,25 @@ pub async fn run_redis_with(
     let (stop, stopped) = watch::channel(false);
     let stop = Arc::new(stop);
     let on_shutdown = Arc::clone(&stop);
+    let (drain_from, drain_started) = tokio::sync::oneshot::channel::<tokio::time::Instant>();
     tokio::spawn(async move {
         shutdown.await;
+        tracing::info!("stopping: taking no more jobs, finishing the ones in hand");
+        let _ = drain_from.send(tokio::time::Instant::now());
         let _ = on_shutdown.send(true);
     });
+    let drain_limit = options.drain_limit;
+    // Resolves when the drain ran out of time (never before a shutdown).
+    let drain_over = async move {
+        match drain_started.await {
+            Ok(at) => tokio::time::sleep_until(at + drain_limit).await,
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::pin!(drain_over);
     let id = uuid::Uuid::new_v4().simple().to_string();
+    // Set while the database is away: the consumers take no jobs (`database::keep`).
+    let (pause, paused) = watch::channel(false);
     let lane = |kind: &'static str, queue: String| Lane {
         kind,
         base_name: format!("grove-{kind}-{id}"),
@@ -170,6 +198,7 @@ pub async fn run_redis_with(
         limit: options.recovery_limit,
         stopped: stopped.clone(),
         stop: Arc::clone(&stop),
+        paused: paused.clone(),
     };
     let coaching = lane("coaching", jobs::coaching_queue(namespace)).run::<CoachingJob, _, _, _>(
         |name, backend, stopped, health| {
@@ -181,7 +210,13 @@ pub async fn run_redis_with(
             consumer!(name, backend, &deps, review_job, health, stopped)
         },
     );
-    let liveness = Arc::clone(&deps.liveness);
+    let database = database::keep(
+        Arc::clone(&deps),
+        pause,
+        options.database_limit,
+        options.consumers.register("database"),
+        stopped.clone(),
+    );
     let takeover = takeover::run(Arc::clone(&deps), stopped.clone());
     let sweeper = sweeper(
         format!("grove-sweeper-{id}"),
@@ -191,17 +226,33 @@ pub async fn run_redis_with(
     )?;
     tracing::info!(namespace, concurrency = deps.concurrency, "worker ready");
     let all = async { tokio::join!(coaching, review, sweeper, takeover) };
-    let (coaching, review, sweeper, ()) = tokio::select! {
-        ended = all => ended,
-        () = liveness.lost() => {
-            // Other processes now see this one as dead and re-run its calls: stop everything
-            // at once (no drain) and exit non-zero, for the supervisor to start a fresh one.
-            let _ = stop.send(true);
-            options.consumers.all_dead("lost the liveness lock");
-            return Err(RuntimeError::LivenessLost);
+    let gave_up = async {
+        match database.await {
+            Err(e) => e,
+            Ok(()) => std::future::pending().await,
         }
     };
-    InFlight::drain(DRAIN_LIMIT).await;
+    let (coaching, review, sweeper, ()) = tokio::select! {
+        ended = all => ended,
+        () = &mut drain_over => {
+            tracing::warn!(running = InFlight::count(), ?drain_limit,
+                "stopping with jobs still running: past the drain limit; their calls run again elsewhere");
+            return Ok(());
+        }
+        e = gave_up => {
+            // The database stayed away past the limit: the others have taken this process's
+            // calls over. Stop everything at once (no drain) and exit non-zero.
+            let _ = stop.send(true);
+            options.consumers.all_dead(&e.to_string());
+            return Err(e);
+        }
+    };
+    // Jobs that outlived the consumer that took them (a consumer rebuilt after a Redis error,
+    // a takeover run) finish within what is left of the drain.
+    tokio::select! {
+        () = InFlight::drain(drain_limit) => {}
+        () = &mut drain_over => {}
+    }
     coaching?;
     review?;
     sweeper.map_err(|e| RuntimeError::Worker(e.to_string()))

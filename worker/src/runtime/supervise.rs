@@ -35,6 +35,8 @@ pub(super) struct Lane {
     pub stopped: watch::Receiver<bool>,
     /// Stops the whole process's workers when this consumer gives up.
     pub stop: Arc<watch::Sender<bool>>,
+    /// True while the process takes no jobs (its database is away).
+    pub paused: watch::Receiver<bool>,
 }
 
 impl Lane {
@@ -65,6 +67,7 @@ impl Lane {
             let beats_before = self.health.last_heartbeat();
             let error = match self.generation(&start, &wake, generation).await {
                 Ok(()) if *self.stopped.borrow() => {
+                    self.hand_back(generation).await;
                     self.health.stopped();
                     return Ok(());
                 }
@@ -98,6 +101,49 @@ impl Lane {
         }
     }
 
+    /// At a graceful stop, after the consumer finished every job it started: the jobs it had
+    /// fetched and not started go back to the queue now, for the other workers, instead of
+    /// waiting for this worker's name to expire (`HEARTBEAT` × `MISSED_HEARTBEATS`); and the
+    /// name leaves the queue's workers (the api counts consumers there).
+    async fn hand_back(&self, generation: u32) {
+        const HAND_BACK: &str = r"
+local jobs = redis.call('smembers', KEYS[1])
+if #jobs > 0 then
+  redis.call('rpush', KEYS[2], unpack(jobs))
+  redis.call('del', KEYS[1])
+end
+redis.call('zrem', KEYS[3], ARGV[1])
+return #jobs
+";
+        let name = format!("{}-{generation}", self.base_name);
+        let config = queue::redis_config(&self.queue);
+        let handed = async {
+            let mut conn = redis_connection(&self.client).await?;
+            let n: u64 = redis::Script::new(HAND_BACK)
+                .key(format!("{}:{name}", config.inflight_jobs_set()))
+                .key(config.active_jobs_list())
+                .key(config.workers_set())
+                .arg(&name)
+                .invoke_async(&mut conn)
+                .await?;
+            if n > 0 {
+                use redis::AsyncCommands;
+                let _: i64 = conn.publish(jobs::wake_channel(&self.queue), "1").await?;
+            }
+            Ok::<u64, redis::RedisError>(n)
+        };
+        match tokio::time::timeout(CONNECT_TIMEOUT, handed).await {
+            Ok(Ok(n)) => tracing::info!(
+                lane = self.kind,
+                handed_back = n,
+                "consumer stopped; jobs not started handed back"
+            ),
+            // They come back when the name expires, as after a crash.
+            Ok(Err(e)) => tracing::warn!(lane = self.kind, error = %e, "could not hand jobs back"),
+            Err(_) => tracing::warn!(lane = self.kind, "could not hand jobs back in time"),
+        }
+    }
+
     /// One generation: connect, build, run until it fails or shutdown stops it.
     async fn generation<T, F, Fut, E>(
         &self,
@@ -125,7 +171,8 @@ impl Lane {
             conn,
             jobs::wake_channel(&self.queue),
             jobs::POLL_INTERVAL,
-        );
+        )
+        .paused_while(self.paused.clone());
         let name = format!("{}-{generation}", self.base_name);
         start(name, backend, self.stopped.clone(), self.health.clone())
             .await

@@ -44,6 +44,11 @@ pub async fn run(deps: Arc<Deps>, mut stopped: watch::Receiver<bool>) {
             _ = tick.tick() => {}
             _ = stopped.wait_for(|s| *s) => return,
         }
+        // Without its liveness lock (the database is away) this process is dead to the
+        // others: it takes nothing over until it holds a lock again.
+        if deps.liveness.is_lost() {
+            continue;
+        }
         if let Err(e) = pass(&deps, &mut seen).await {
             // The database is unreachable: the next look tries again.
             tracing::warn!(error = %e, "takeover look failed");

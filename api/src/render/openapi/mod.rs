@@ -23,7 +23,8 @@ fn operation_body(op: Op, config: &Config) -> Value {
         | Op::GetReviewRequestResponseSchema
         | Op::GetOpenApi
         | Op::GetX402Discovery
-        | Op::GetHealth => get_json(object()),
+        | Op::GetHealth
+        | Op::GetQueueMetrics => get_json(object()),
         Op::GetAgentsGuide | Op::GetActionsGuide => get_text("text/html"),
         Op::GetSkill => get_text("text/markdown"),
         Op::GetMetrics => get_text("text/plain"),

@@ -16,6 +16,8 @@ pub struct Targets {
     pub redis: Arc<tokio::sync::Mutex<Redis>>,
     /// The model's address (the recording proxy in front of it).
     pub model: Arc<grove_tests::Switchable>,
+    /// The private PostgreSQL of the scenarios that restart it.
+    pub pg: Option<Arc<grove_tests::private_pg::PrivatePostgres>>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -34,6 +36,7 @@ pub async fn inject(
         procs,
         redis,
         model,
+        pg,
     } = targets;
     let fault_at = t0 + args.spread / 3;
     let done = || *stopped.borrow();
@@ -103,6 +106,20 @@ pub async fn inject(
                 Some(at) => lock(&timeline).push(note("closed", at, back, "it came back")),
                 None => lock(&timeline).push("the gate did not close within 120 s".into()),
             }
+        }
+        Fault::PostgresRestart => {
+            tokio::time::sleep_until(fault_at.into()).await;
+            let Some(pg) = pg else { return };
+            // A managed database's failover: every connection dropped, back 3 s later.
+            let pg2 = Arc::clone(&pg);
+            tokio::task::spawn_blocking(move || pg2.down())
+                .await
+                .expect("pg_ctl stop");
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            tokio::task::spawn_blocking(move || pg.up())
+                .await
+                .expect("pg_ctl start");
+            lock(&ends).push(Instant::now());
         }
         Fault::ApiTerm => {
             tokio::time::sleep_until(fault_at.into()).await;

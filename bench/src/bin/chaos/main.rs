@@ -5,7 +5,8 @@
 //!  [--spread-s S] [--bound-s S] [--deadline-s S] [--sweep-s S] [--only name,name]
 //!  [--kill-order round-robin|random]`
 //!
-//! Needs PostgreSQL on 127.0.0.1:5432 (trust; a fresh database per scenario), `redis-server`
+//! Needs PostgreSQL on 127.0.0.1:5432 (trust; a fresh database per scenario; the PostgreSQL
+//! restart scenario starts a private server with `initdb`/`pg_ctl` instead), `redis-server`
 //! and `redis-cli` on PATH (a private server per scenario on a free port with its own directory,
 //! so pausing or killing it disturbs nobody), and the `api` and `worker` binaries in
 //! `GROVE_BIN_DIR` or next to this program. The facilitator, model and Twilio are the
@@ -121,6 +122,9 @@ pub enum Fault {
     ApiTerm,
     /// The model's address refuses connections for this many seconds.
     ModelDown(u64),
+    /// PostgreSQL (a private server) stopped at once and started 3 s later, with nothing to
+    /// restart a process that exits (issue 27).
+    PostgresRestart,
 }
 
 const SCENARIOS: &[(&str, Fault)] = &[
@@ -142,6 +146,7 @@ const SCENARIOS: &[(&str, Fault)] = &[
     ),
     ("api SIGTERM + restart", Fault::ApiTerm),
     ("model down for 30 s under load", Fault::ModelDown(30)),
+    ("PostgreSQL restart, no supervisor", Fault::PostgresRestart),
 ];
 
 fn print_table(rows: &[Row], args: &Args) -> String {

@@ -139,6 +139,8 @@ pub struct Procs {
     pub api_restarting: bool,
     /// Exits nobody asked for, as "name: status".
     pub exits: Vec<String>,
+    /// Whether `supervise` restarts what exited (false: it only notes the exit).
+    pub supervised: bool,
 }
 
 impl Procs {
@@ -169,14 +171,26 @@ impl Procs {
         }
     }
 
-    /// Restarts what exited by itself (a supervisor's job), noting it.
+    /// Restarts what exited by itself (a supervisor's job), noting it; without a supervisor,
+    /// only notes it.
     pub fn supervise(&mut self) {
         for i in 0..self.workers.len() {
             let exited = self.workers[i].as_mut().and_then(|c| c.try_wait().ok()?);
             if let Some(status) = exited {
                 self.exits.push(format!("worker-{i}: {status}"));
-                self.start_worker(i);
+                self.workers[i] = None;
+                if self.supervised {
+                    self.start_worker(i);
+                }
             }
+        }
+        if !self.supervised {
+            let exited = self.api.as_mut().and_then(|c| c.try_wait().ok()?);
+            if let Some(status) = exited {
+                self.exits.push(format!("api: {status}"));
+                self.api = None;
+            }
+            return;
         }
         if !self.api_restarting {
             let exited = self.api.as_mut().and_then(|c| c.try_wait().ok()?);

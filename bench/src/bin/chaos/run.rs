@@ -14,6 +14,7 @@ use grove_tests::{
     BASE_URL, PAY_TO, TestDb, action_body,
     facilitator::{FakeFacilitator, SettleScript},
     llm::{FakeLlm, Reply, caller_body},
+    private_pg::PrivatePostgres,
     twilio::{self as twilio_fake, FakeTwilio},
     x402::{PayOptions, TestWallet},
 };
@@ -27,7 +28,17 @@ use std::{
 pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: &Path) -> Row {
     let dir = logs.join(name.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
     std::fs::create_dir_all(&dir).expect("scenario directory");
-    let db = TestDb::on("postgres").await;
+    // The PostgreSQL restart runs on a server of its own (the shared one serves other tests).
+    let private_pg = matches!(fault, Fault::PostgresRestart).then(PrivatePostgres::start);
+    let shared_db = match &private_pg {
+        Some(_) => None,
+        None => Some(TestDb::on("postgres").await),
+    };
+    let db_url = match (&private_pg, &shared_db) {
+        (Some(pg), _) => pg.database("chaos").await,
+        (None, Some(db)) => db.url.clone(),
+        (None, None) => unreachable!("one database or the other"),
+    };
     let redis = Redis::start(&dir, matches!(fault, Fault::RedisRestart { persist: true }));
     redis.wait_ready().await;
     let facilitator = FakeFacilitator::start().await;
@@ -75,7 +86,7 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
         ),
         ("LLM_PROVIDER", "openai".into()),
         ("LLM_BASE_URL", format!("{model_url}/v1")),
-        ("DATABASE_URL", db.url.clone()),
+        ("DATABASE_URL", db_url.clone()),
         ("REDIS_URL", redis.url()),
         ("QUEUE_NAMESPACE", "chaos".into()),
         ("CALL_DEADLINE_S", args.deadline_s.to_string()),
@@ -98,6 +109,7 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
         workers: (0..WORKERS).map(|_| None).collect(),
         api_restarting: false,
         exits: vec![],
+        supervised: !matches!(fault, Fault::PostgresRestart),
     }));
     let client = grove_common::http_client::builder()
         .no_proxy()
@@ -231,11 +243,13 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
     let timeline = Arc::new(Mutex::new(Vec::<String>::new()));
     let (stop_faults, faults_stopped) = tokio::sync::watch::channel(false);
     let redis = Arc::new(tokio::sync::Mutex::new(redis));
+    let private_pg = private_pg.map(Arc::new);
     let injector = {
         let targets = Targets {
             procs: Arc::clone(&procs),
             redis: redis.clone(),
             model: Arc::clone(&model_server),
+            pg: private_pg.clone(),
         };
         let (ends, timeline) = (Arc::clone(&fault_ends), Arc::clone(&timeline));
         let (client, base, args) = (client.clone(), base.clone(), args.clone());

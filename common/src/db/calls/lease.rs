@@ -222,6 +222,25 @@ pub async fn renew_lease(db: &DatabaseConnection, id: Uuid, owner: Uuid) -> Resu
     Ok(updated.rows_affected == 1)
 }
 
+/// Moves the calls held by `runs` (the runs alive in this process) to `process`, the liveness
+/// key it holds after taking its lock again (`liveness::Liveness::reclaim`), with a fresh time
+/// lease. A run whose call another process took over meanwhile no longer owns it and is left
+/// alone (it cannot store an outcome either: `Finisher`). Returns how many moved.
+pub async fn adopt(db: &DatabaseConnection, runs: &[Uuid], process: i64) -> Result<u64, DbErr> {
+    if runs.is_empty() {
+        return Ok(0);
+    }
+    let now = Utc::now();
+    let updated = call::Entity::update_many()
+        .col_expr(lease_process(), Expr::value(process))
+        .col_expr(lease_until(), Expr::value(now + LEASE))
+        .filter(call::Column::Status.eq(status::RUNNING))
+        .filter(Expr::col(lease_owner()).is_in(runs.iter().map(Uuid::to_string)))
+        .exec(db)
+        .await?;
+    Ok(updated.rows_affected)
+}
+
 /// Who stores a call's outcome.
 #[derive(Clone, Copy, Debug)]
 pub enum Finisher {
