@@ -21,6 +21,25 @@ use std::{
     time::{Duration, Instant},
 };
 
+/// Paths no limit applies to: probes, metrics, and Twilio's signed webhooks (a burst of delivery
+/// reports comes from a few of Twilio's addresses). `/mcp` is limited inside, where a tool call's
+/// payment can be seen.
+const EXEMPT: [&str; 6] = [
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    "/metrics/",
+    "/webhooks/",
+    "/mcp",
+];
+
+/// Whether the HTTP layer limits requests to `path` (the OpenAPI document lists a 429 for them).
+pub fn applies_to(path: &str) -> bool {
+    !EXEMPT
+        .iter()
+        .any(|p| path == *p || (p.ends_with('/') && path.starts_with(p)))
+}
+
 /// Set on a response whose payment header was refused, so the address is charged for it.
 #[derive(Clone, Copy, Debug)]
 pub struct PaymentRefused;

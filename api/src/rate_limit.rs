@@ -11,11 +11,6 @@ use axum::{
 };
 use std::net::{IpAddr, SocketAddr};
 
-/// Paths no limit applies to: probes, metrics, and Twilio's signed webhooks (a burst of delivery
-/// reports comes from a few of Twilio's addresses). `/mcp` is limited inside, where a tool call's
-/// payment can be seen.
-const EXEMPT: [&str; 6] = ["/healthz", "/readyz", "/metrics", "/metrics/", "/webhooks/", "/mcp"];
-
 /// The connection's peer, which `axum::serve` leaves in every request's extensions.
 pub fn peer_ip(extensions: &axum::http::Extensions) -> Option<IpAddr> {
     extensions
@@ -30,11 +25,7 @@ fn carries_payment(headers: &HeaderMap) -> bool {
 /// The HTTP layer: the address limit on free and unpaid requests, and the refused-payment
 /// budget on requests that carry a payment.
 pub async fn middleware(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let path = request.uri().path();
-    if EXEMPT
-        .iter()
-        .any(|p| path == *p || (p.ends_with('/') && path.starts_with(p)))
-    {
+    if !crate::limits::applies_to(request.uri().path()) {
         return next.run(request).await;
     }
     let limits = &state.limits;

@@ -5,8 +5,8 @@ mod parts;
 use crate::routes::table::{Access, OPERATIONS, Op, Operation};
 use grove_common::{config::Config, schema::SchemaRegistry};
 use parts::{
-    coaching_call, components, error_response, free_operation, get_json, get_text, json_content,
-    mode_schema_get, readiness, review_request_call,
+    coaching_call, components, error_response, error_with_retry_after, free_operation, get_json,
+    get_text, json_content, mode_schema_get, readiness, review_request_call,
 };
 use serde_json::{Map, Value, json};
 
@@ -77,6 +77,15 @@ fn operation_body(op: Op, config: &Config) -> Value {
 /// security) first, then its body.
 fn operation(op: &Operation, config: &Config) -> Value {
     let mut body = operation_body(op.op, config);
+    if crate::limits::applies_to(&op.path(config))
+        && let Some(responses) = body.get_mut("responses").and_then(Value::as_object_mut)
+    {
+        responses.entry("429").or_insert_with(|| {
+            error_with_retry_after(
+                "rate_limited: too many requests from this address; wait Retry-After seconds.",
+            )
+        });
+    }
     if let Some(map) = body.as_object_mut() {
         let mut identity = vec![
             ("operationId", json!(op.operation_id)),
