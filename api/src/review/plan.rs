@@ -8,11 +8,10 @@ use grove_common::{
         reviews,
     },
     requests::ReviewRequestBody,
-    review::{ReviewStatus, quiet_hours},
+    review::{ReviewStatus, quiet_hours, service},
 };
 use rand::RngCore;
 use sea_orm::{ActiveValue::Set, DatabaseConnection, DbErr, EntityTrait, TransactionTrait};
-use serde_json::json;
 use uuid::Uuid;
 
 /// 128 random bits, URL-safe: `rr_` ids and link tokens.
@@ -57,7 +56,7 @@ pub async fn create(
     .exec(&txn)
     .await?;
     let id = format!("rr_{}", token());
-    let model = review_request::Entity::insert(review_request::ActiveModel {
+    let row = review_request::ActiveModel {
         id: Set(id.clone()),
         call_id: Set(call_id),
         payer: Set(payer.to_owned()),
@@ -78,17 +77,8 @@ pub async fn create(
         clicked_at: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
-    })
-    .exec_with_returning(&txn)
-    .await?;
-    reviews::event(
-        &txn,
-        &id,
-        ReviewStatus::INITIAL.as_str(),
-        json!({"send_at": reviews::rfc3339(send_at), "zone": zone.name(), "state": state}),
-        now,
-    )
-    .await?;
+    };
+    let model = service::create(&txn, row, now).await?;
     txn.commit().await?;
     Ok(model)
 }
