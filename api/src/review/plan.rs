@@ -1,5 +1,6 @@
-//! A paid review request becomes rows: its consent and the request itself (status `scheduled`).
-//! Written after settlement, idempotently (one request per paid call).
+//! A paid review request becomes rows: its consent and the request itself (status `scheduled`,
+//! recorded by the review service). Written after settlement, idempotently (one request per
+//! paid call).
 
 use chrono::{DateTime, Utc};
 use grove_common::{
@@ -8,7 +9,7 @@ use grove_common::{
         reviews,
     },
     requests::ReviewRequestBody,
-    review::{ReviewStatus, quiet_hours, service},
+    review::{quiet_hours, service},
 };
 use rand::RngCore;
 use sea_orm::{ActiveValue::Set, DatabaseConnection, DbErr, EntityTrait, TransactionTrait};
@@ -70,7 +71,8 @@ pub async fn create(
         template: Set(body.template().map(str::to_owned)),
         follow_up_enabled: Set(body.follow_up_enabled()),
         follow_up_after_hours: Set(i32::from(body.follow_up_after_hours())),
-        status: Set(ReviewStatus::INITIAL),
+        // The state (`scheduled`) and the log's first entry are the review service's to write.
+        status: sea_orm::ActiveValue::NotSet,
         send_at: Set(send_at),
         follow_up_due_at: Set(None),
         link_token: Set(token()),

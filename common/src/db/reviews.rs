@@ -122,18 +122,19 @@ pub async fn open_for_phone(
         .await
 }
 
-/// Whether `phone` got a request created at or after `since` (other than `except`).
+/// Whether a request to `phone` was sold at or after `since`: its sale mark (`phone_marks`),
+/// which a request that ended without texting anyone gives back, so that it starts no cooldown.
 pub async fn requested_since(
     db: &impl ConnectionTrait,
     phone: &str,
     since: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
-    Ok(review_request::Entity::find()
-        .filter(review_request::Column::Phone.eq(phone))
-        .filter(review_request::Column::CreatedAt.gte(since))
-        .one(db)
-        .await?
-        .is_some())
+    Ok(
+        super::entities::phone_mark::Entity::find_by_id(phone.to_owned())
+            .one(db)
+            .await?
+            .is_some_and(|mark| mark.last_at >= since),
+    )
 }
 
 /// The tracked-request response (CONTRACT 9), as returned by the paid call and kept as its result.
