@@ -17,7 +17,9 @@ pub use attempt::{
     ATTEMPT_HEARTBEAT, ATTEMPT_STALE_AFTER, Attempt, CALLBACK_MESSAGE_PARAM, NewMessage,
     begin_attempt, callback_url, claim, in_flight, touch_attempt,
 };
-pub use messages::{message, message_by_id, message_by_provider_id, message_status, messages};
+pub use messages::{
+    history, message, message_by_id, message_by_provider_id, message_status, messages,
+};
 
 /// The states' texts, as the published schemas list them. The states themselves are
 /// [`ReviewStatus`]; code compares and stores those.

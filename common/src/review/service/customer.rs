@@ -3,7 +3,7 @@
 
 use super::{
     Effects, EventKind, MessageKind, ReviewEvent, Step, apply, done,
-    send::{end, history},
+    send::end,
     store::{self, Move},
 };
 use crate::{
@@ -156,7 +156,7 @@ pub(super) async fn cancelled(
     let nothing_sent = first.is_none_or(|m| {
         matches!(m.status, MessageStatus::NotSent | MessageStatus::Failed)
             && m.provider_id.is_none()
-            && !history(&m).any(|(s, _)| s == MessageStatus::Unknown.as_str())
+            && !reviews::history(&m).any(|(s, _)| s == MessageStatus::Unknown.as_str())
     });
     end(
         txn,

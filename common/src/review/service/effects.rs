@@ -1,43 +1,11 @@
 //! What the owner of a request answers an event with: where the request now stands, and what
 //! the caller is to do next. The service decides; the caller (a job, a webhook, a route) acts.
 
+use super::MessageKind;
 use crate::{db::entities::review_message, jobs::ReviewStep, review::ReviewStatus};
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 use uuid::Uuid;
-
-/// Which message of a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MessageKind {
-    Initial,
-    FollowUp,
-}
-
-impl MessageKind {
-    /// As stored in `review_messages.kind`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            MessageKind::Initial => crate::db::reviews::message_kind::INITIAL,
-            MessageKind::FollowUp => crate::db::reviews::message_kind::FOLLOW_UP,
-        }
-    }
-
-    pub fn parse(kind: &str) -> Self {
-        if kind == crate::db::reviews::message_kind::FOLLOW_UP {
-            MessageKind::FollowUp
-        } else {
-            MessageKind::Initial
-        }
-    }
-
-    /// The job that sends this message.
-    pub const fn step(self) -> ReviewStep {
-        match self {
-            MessageKind::Initial => ReviewStep::Send,
-            MessageKind::FollowUp => ReviewStep::FollowUp,
-        }
-    }
-}
 
 /// The answer to one event.
 #[derive(Clone, Debug, Default, PartialEq)]

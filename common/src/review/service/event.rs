@@ -1,7 +1,10 @@
 //! What can happen to a review request, as data: the events its owner is told ([`ReviewEvent`])
 //! and the names its log records them under ([`EventKind`]).
 
-use crate::review::{MessageStatus, ReviewStatus};
+use crate::{
+    jobs::ReviewStep,
+    review::{MessageStatus, ReviewStatus},
+};
 use sea_orm::entity::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +17,7 @@ pub enum ReviewEvent {
     /// The reminder's time has come; on an unconfirmed reminder, find out again.
     FollowUpDue,
     /// The message could not be rendered (its stored template no longer renders): no send.
-    CannotRender { kind: super::MessageKind },
+    CannotRender { kind: MessageKind },
     /// The provider answered a send with its message id.
     ProviderAccepted {
         message: Uuid,
@@ -37,6 +40,72 @@ pub enum ReviewEvent {
     Cancelled,
     /// 24 h at `sent` without a delivery report: go on as if delivered then.
     DeliveryReportOverdue,
+}
+
+/// Which message of a request, and the stops of the road its send passes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageKind {
+    Initial,
+    FollowUp,
+}
+
+impl MessageKind {
+    /// As stored in `review_messages.kind`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            MessageKind::Initial => crate::db::reviews::message_kind::INITIAL,
+            MessageKind::FollowUp => crate::db::reviews::message_kind::FOLLOW_UP,
+        }
+    }
+
+    pub fn parse(kind: &str) -> Self {
+        if kind == crate::db::reviews::message_kind::FOLLOW_UP {
+            MessageKind::FollowUp
+        } else {
+            MessageKind::Initial
+        }
+    }
+
+    /// The job that sends this message.
+    pub const fn step(self) -> ReviewStep {
+        match self {
+            MessageKind::Initial => ReviewStep::Send,
+            MessageKind::FollowUp => ReviewStep::FollowUp,
+        }
+    }
+
+    /// Where a request waits while this message is being sent.
+    pub const fn pending(self) -> ReviewStatus {
+        match self {
+            MessageKind::Initial => ReviewStatus::Sending,
+            MessageKind::FollowUp => ReviewStatus::FollowUpScheduled,
+        }
+    }
+
+    /// Where it goes when the provider took the message.
+    pub const fn sent(self) -> ReviewStatus {
+        match self {
+            MessageKind::Initial => ReviewStatus::Sent,
+            MessageKind::FollowUp => ReviewStatus::FollowUpSent,
+        }
+    }
+
+    /// Where it waits while the service finds out whether the message went.
+    pub const fn unconfirmed(self) -> ReviewStatus {
+        match self {
+            MessageKind::Initial => ReviewStatus::Unconfirmed,
+            MessageKind::FollowUp => ReviewStatus::FollowUpUnconfirmed,
+        }
+    }
+
+    /// Where it ends when the message did not go: a first message that never went fails the
+    /// request; a reminder that never went leaves it complete.
+    pub const fn not_sent(self) -> ReviewStatus {
+        match self {
+            MessageKind::Initial => ReviewStatus::Failed,
+            MessageKind::FollowUp => ReviewStatus::Completed,
+        }
+    }
 }
 
 /// How a provider refused a send.

@@ -27,8 +27,8 @@ mod store;
 
 pub use create::create;
 pub use customer::{InboundText, inbound};
-pub use effects::{Effects, LookUp, MessageKind, SendOrder};
-pub use event::{EventKind, OptOutReason, Refusal, Report, ReportSource, ReviewEvent};
+pub use effects::{Effects, LookUp, SendOrder};
+pub use event::{EventKind, MessageKind, OptOutReason, Refusal, Report, ReportSource, ReviewEvent};
 
 use crate::db::entities::review_request;
 use chrono::{DateTime, TimeDelta, Utc};

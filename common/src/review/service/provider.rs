@@ -5,7 +5,7 @@
 use super::{
     Effects, EventKind, LOOK_AGAIN_AFTER, MessageKind, NOT_SENT_AFTER, Refusal, Report,
     ReportSource, Step, customer, done,
-    send::{self, end, history, not_sent, pending, sent, unconfirmed},
+    send::{self, end},
     store::{self, Cols, Move},
 };
 use crate::{
@@ -68,14 +68,14 @@ pub(super) async fn accepted(
         // A report overtook the answer and moved the message (and the request) already.
         _ => {}
     }
-    if req.status != pending(kind) {
+    if req.status != kind.pending() {
         return done(Effects {
             changed: true,
             ..Effects::at(req.status)
         });
     }
     let detail = json!({"message": m.id, "provider_id": provider_id});
-    let to = sent(kind);
+    let to = kind.sent();
     if !store::move_to(txn, &req.id, Move::new(&[req.status], to, detail), now).await? {
         return Ok(Step::Raced);
     }
@@ -121,13 +121,13 @@ pub(super) async fn refused(
         Refusal::Rejected { code } => {
             tracing::warn!(message = %m.id, code, "SMS send refused");
             let detail = json!({"reason": "provider_error", "code": code});
-            if req.status != pending(kind) {
+            if req.status != kind.pending() {
                 return done(Effects::at(req.status));
             }
-            end(txn, &req, not_sent(kind), detail, true, now).await
+            end(txn, &req, kind.not_sent(), detail, true, now).await
         }
         Refusal::Unavailable { .. } => {
-            if req.status != pending(kind) {
+            if req.status != kind.pending() {
                 return done(Effects::at(req.status));
             }
             send::postpone(txn, &req, &m, kind, now).await
@@ -169,7 +169,7 @@ pub(super) async fn reported(
     };
     let kind = MessageKind::parse(&m.kind);
     let was_unknown = m.status == MessageStatus::Unknown
-        || history(&m).any(|(s, _)| s == MessageStatus::Unknown.as_str());
+        || reviews::history(&m).any(|(s, _)| s == MessageStatus::Unknown.as_str());
     let (new, pid, code) = (report.status, &report.provider_id, report.error_code);
     if reviews::message_status(txn, &m, new, Some(pid), code, now)
         .await?
@@ -214,12 +214,12 @@ pub(super) async fn reported(
             MessageKind::FollowUp => status == ReviewStatus::FollowUpUnconfirmed,
         };
         if recover && !undelivered {
-            let m = Move::new(&[status], sent(kind), detail.clone())
+            let m = Move::new(&[status], kind.sent(), detail.clone())
                 .logged_as(EventKind::SendOutcomeRecovered);
             if !store::move_to(txn, &req.id, m, now).await? {
                 return Ok(Step::Raced);
             }
-            status = sent(kind);
+            status = kind.sent();
         }
     }
     if undelivered && code == Some(twilio::OPTED_OUT_ERROR) {
@@ -228,7 +228,7 @@ pub(super) async fn reported(
     } else if undelivered {
         // A first message that did not arrive fails the request; a reminder that did not arrive
         // leaves it complete.
-        let to = not_sent(kind);
+        let to = kind.not_sent();
         if forward(status, to) {
             if !store::move_to(txn, &req.id, Move::new(&[status], to, detail), now).await? {
                 return Ok(Step::Raced);
@@ -322,10 +322,10 @@ pub(super) async fn nothing_listed(
         return done(Effects::at(req.status));
     };
     let kind = MessageKind::parse(&m.kind);
-    if m.status != MessageStatus::Unknown || req.status != unconfirmed(kind) {
+    if m.status != MessageStatus::Unknown || req.status != kind.unconfirmed() {
         return done(Effects::at(req.status));
     }
-    let unknown_since = history(&m)
+    let unknown_since = reviews::history(&m)
         .filter(|(s, _)| *s == MessageStatus::Unknown.as_str())
         .filter_map(|(_, at)| at)
         .last()
@@ -353,7 +353,7 @@ pub(super) async fn nothing_listed(
     if kind == MessageKind::FollowUp {
         detail["follow_up"] = Value::from("not_sent");
     }
-    end(txn, &req, not_sent(kind), detail, true, now).await
+    end(txn, &req, kind.not_sent(), detail, true, now).await
 }
 
 /// 24 h at `sent` with no delivery report: go on as if it was delivered when it was sent.

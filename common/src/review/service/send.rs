@@ -19,39 +19,6 @@ use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DbErr};
 use serde_json::{Value, json};
 
-/// Where a request waits while its `kind` of message is being sent.
-pub(super) const fn pending(kind: MessageKind) -> ReviewStatus {
-    match kind {
-        MessageKind::Initial => ReviewStatus::Sending,
-        MessageKind::FollowUp => ReviewStatus::FollowUpScheduled,
-    }
-}
-
-/// Where it goes when the provider took the message.
-pub(super) const fn sent(kind: MessageKind) -> ReviewStatus {
-    match kind {
-        MessageKind::Initial => ReviewStatus::Sent,
-        MessageKind::FollowUp => ReviewStatus::FollowUpSent,
-    }
-}
-
-/// Where it waits while the service finds out whether the message went.
-pub(super) const fn unconfirmed(kind: MessageKind) -> ReviewStatus {
-    match kind {
-        MessageKind::Initial => ReviewStatus::Unconfirmed,
-        MessageKind::FollowUp => ReviewStatus::FollowUpUnconfirmed,
-    }
-}
-
-/// Where it ends when the message did not go: a first message that never went fails the
-/// request; a reminder that never went leaves it complete.
-pub(super) const fn not_sent(kind: MessageKind) -> ReviewStatus {
-    match kind {
-        MessageKind::Initial => ReviewStatus::Failed,
-        MessageKind::FollowUp => ReviewStatus::Completed,
-    }
-}
-
 pub(super) async fn first_due(
     txn: &impl ConnectionTrait,
     req: review_request::Model,
@@ -159,11 +126,11 @@ pub(super) async fn cannot_render(
     kind: MessageKind,
     now: DateTime<Utc>,
 ) -> Result<Step, DbErr> {
-    if req.status != pending(kind) {
+    if req.status != kind.pending() {
         return done(Effects::at(req.status));
     }
     let detail = json!({"reason": "message_render_failed"});
-    end(txn, &req, not_sent(kind), detail, true, now).await
+    end(txn, &req, kind.not_sent(), detail, true, now).await
 }
 
 /// Orders the send; a row the provider did not take before is claimed back for this try.
@@ -188,7 +155,7 @@ async fn go(
             validity,
             claimed,
         }),
-        ..Effects::at(pending(kind))
+        ..Effects::at(kind.pending())
     })
 }
 
@@ -211,28 +178,28 @@ async fn earlier_try(
         // Its run died inside the provider call: the text may be on its way. A second text is
         // worse than none: find out instead.
         MessageStatus::Attempting => outcome_unknown(txn, req, m, kind, None, now).await,
-        MessageStatus::Unknown if req.status == pending(kind) => {
+        MessageStatus::Unknown if req.status == kind.pending() => {
             let detail = json!({"reason": "send_outcome_unknown", "message": m.id});
-            let to = Move::new(&[req.status], unconfirmed(kind), detail);
+            let to = Move::new(&[req.status], kind.unconfirmed(), detail);
             if !store::move_to(txn, &req.id, to, now).await? {
                 return Ok(Step::Raced);
             }
             done(Effects {
                 changed: true,
                 look_up: Some(look_up(req, m)),
-                ..Effects::at(unconfirmed(kind))
+                ..Effects::at(kind.unconfirmed())
             })
         }
         MessageStatus::Unknown | MessageStatus::NotSent => done(Effects::at(req.status)),
         MessageStatus::Failed | MessageStatus::Undelivered | MessageStatus::Canceled => {
-            if req.status != pending(kind) {
+            if req.status != kind.pending() {
                 return done(Effects::at(req.status));
             }
             let detail = json!({"reason": "provider_error", "code": m.error_code});
             end(
                 txn,
                 req,
-                not_sent(kind),
+                kind.not_sent(),
                 detail,
                 m.provider_id.is_none(),
                 now,
@@ -241,11 +208,11 @@ async fn earlier_try(
         }
         _ => {
             // The provider took it and the run stopped before moving the request.
-            if req.status != pending(kind) {
+            if req.status != kind.pending() {
                 return done(Effects::at(req.status));
             }
             let detail = json!({"message": m.id, "provider_id": m.provider_id});
-            moved(txn, req, Move::new(&[req.status], sent(kind), detail), now).await
+            moved(txn, req, Move::new(&[req.status], kind.sent(), detail), now).await
         }
     }
 }
@@ -260,7 +227,7 @@ pub(super) async fn outcome_unknown(
     code: Option<i32>,
     now: DateTime<Utc>,
 ) -> Result<Step, DbErr> {
-    if req.status != pending(kind) {
+    if req.status != kind.pending() {
         // A report landed meanwhile and moved the request: it decides.
         return done(Effects::at(req.status));
     }
@@ -270,7 +237,7 @@ pub(super) async fn outcome_unknown(
         return Ok(Step::Raced);
     };
     let detail = json!({"reason": "send_outcome_unknown", "message": m.id, "code": code});
-    let to = Move::new(&[req.status], unconfirmed(kind), detail);
+    let to = Move::new(&[req.status], kind.unconfirmed(), detail);
     if !store::move_to(txn, &req.id, to, now).await? {
         return Ok(Step::Raced);
     }
@@ -278,7 +245,7 @@ pub(super) async fn outcome_unknown(
     done(Effects {
         changed: true,
         look_up: Some(look_up(req, &marked)),
-        ..Effects::at(unconfirmed(kind))
+        ..Effects::at(kind.unconfirmed())
     })
 }
 
@@ -291,7 +258,7 @@ pub(super) async fn postpone(
     kind: MessageKind,
     now: DateTime<Utc>,
 ) -> Result<Step, DbErr> {
-    let tries = history(m)
+    let tries = reviews::history(m)
         .filter(|(s, _)| *s == MessageStatus::NotSent.as_str())
         .count();
     let retry_at = now + retry_delay(tries);
@@ -358,7 +325,7 @@ async fn give_up(
     if kind == MessageKind::FollowUp {
         detail["follow_up"] = "not_sent".into();
     }
-    end(txn, req, not_sent(kind), detail, true, now).await
+    end(txn, req, kind.not_sent(), detail, true, now).await
 }
 
 /// Ends the request in `to`; `nothing_sent` when no text of it can have reached the recipient,
@@ -423,23 +390,4 @@ fn window_closed(m: &review_message::Model, now: DateTime<Utc>) -> bool {
 
 fn until_detail(until: DateTime<Utc>) -> Value {
     json!({"until": rfc3339(until)})
-}
-
-/// A message's status history as (status, at) pairs, oldest first.
-pub(super) fn history(
-    m: &review_message::Model,
-) -> impl Iterator<Item = (&str, Option<DateTime<Utc>>)> {
-    m.status_history
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|entry| {
-            let status = entry.get("status").and_then(Value::as_str).unwrap_or("");
-            let at = entry
-                .get("at")
-                .and_then(Value::as_str)
-                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-                .map(|t| t.with_timezone(&Utc));
-            (status, at)
-        })
 }
