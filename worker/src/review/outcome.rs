@@ -28,7 +28,7 @@ pub(super) async fn first_outcome(deps: &Deps, review_id: &str) -> Result<(), Jo
     // postponed because the provider could not take it: the result is stored once the text
     // goes, or once the request fails when its send window closes, so the receipt shows what
     // became of it.
-    let postponed = req.status == ReviewStatus::Scheduled
+    let postponed = req.status.awaits_first_send()
         && msg
             .as_ref()
             .is_some_and(|m| m.status == MessageStatus::NotSent);
