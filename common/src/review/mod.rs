@@ -5,6 +5,7 @@
 
 pub mod consent;
 pub mod encoding;
+pub mod event_kind;
 pub mod keywords;
 pub mod links;
 pub mod message;
@@ -16,6 +17,7 @@ pub mod status;
 
 pub use consent::{check as check_consent, check_send_at};
 pub use encoding::Encoding;
+pub use event_kind::EventKind;
 pub use keywords::{Keyword, classify, reads_as_opt_out};
 pub use links::check_review_url;
 pub use message::{Rendered, render, render_follow_up};
