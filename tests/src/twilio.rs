@@ -1,6 +1,8 @@
-//! A fake Twilio on 127.0.0.1:0 speaking the real `Messages.json` create API: it checks Basic
+//! A fake Twilio on 127.0.0.1:0 speaking the real `Messages.json` API: its create checks Basic
 //! auth and the form fields the way Twilio does, answers a script, records every request, and
-//! counts sends (tests assert exactly how often a customer would have been texted).
+//! counts sends (tests assert exactly how often a customer would have been texted); its list
+//! (`list`) shows the messages it accepted, as Twilio's does. It can go down (connections
+//! refused) and come back on the same address.
 //!
 //! `webhook` builds the form posts Twilio sends us (status callbacks, inbound messages) and
 //! signs them.
@@ -9,8 +11,10 @@
 //! counted (`probes`); `go_down` makes the whole fake refuse connections until `come_back`.
 
 mod account;
+mod list;
 mod webhook;
 
+pub use list::Carrier;
 pub use webhook::{InboundSms, StatusCallback, message_sid, sign_webhook};
 
 use axum::{
@@ -21,7 +25,10 @@ use axum::{
     routing::{get, post},
 };
 use base64::{Engine, engine::general_purpose::STANDARD};
-use grove_common::config::{Secret, TwilioConfig};
+use grove_common::{
+    clock::{Clock, ManualClock},
+    config::{Secret, TwilioConfig},
+};
 use serde_json::json;
 use std::{
     collections::VecDeque,
@@ -53,8 +60,10 @@ pub enum TwilioReply {
     RateLimited,
     /// 429, code 20429, with `Retry-After` in whole seconds.
     RateLimitedFor(Duration),
-    /// 500, code 20500.
+    /// 500, code 20500: Twilio may or may not have created the message (this fake did not).
     ServerError,
+    /// 503, code 20503 "Service unavailable": nothing was created; try again with back-off.
+    Unavailable,
     /// Waits, then answers `Queued`: longer than the client's timeout, it is a timeout.
     Slow(Duration),
 }
@@ -88,6 +97,12 @@ struct Inner {
     received: Mutex<Vec<Received>>,
     sends: AtomicUsize,
     probes: AtomicUsize,
+    /// The messages accepted, as the list shows them.
+    kept: Mutex<Vec<list::Kept>>,
+    carrier: Mutex<Carrier>,
+    /// Stamps the messages' dates; the wall clock when unset.
+    clock: Mutex<Option<ManualClock>>,
+    lists: AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -112,9 +127,16 @@ impl FakeTwilio {
             received: Mutex::default(),
             sends: AtomicUsize::new(0),
             probes: AtomicUsize::new(0),
+            kept: Mutex::default(),
+            carrier: Mutex::default(),
+            clock: Mutex::default(),
+            lists: AtomicUsize::new(0),
         });
         let app = Router::new()
-            .route("/2010-04-01/Accounts/{sid}/Messages.json", post(create))
+            .route(
+                "/2010-04-01/Accounts/{sid}/Messages.json",
+                post(create).get(list::list),
+            )
             .route("/2010-04-01/Accounts/{file}", get(account))
             .route(
                 "/2010-04-01/Accounts/{sid}/IncomingPhoneNumbers.json",
@@ -142,6 +164,21 @@ impl FakeTwilio {
     /// Account fetches (the worker's health probes) received.
     pub fn probes(&self) -> usize {
         self.inner.probes.load(Ordering::SeqCst)
+    }
+
+    /// Dates the messages by `clock` (a test's service clock) instead of the wall clock.
+    pub fn stamp_with(&self, clock: ManualClock) {
+        *lock(&self.inner.clock) = Some(clock);
+    }
+
+    /// How far accepted messages have got when listed (default: sent).
+    pub fn carrier(&self, carrier: Carrier) {
+        *lock(&self.inner.carrier) = carrier;
+    }
+
+    /// List requests received.
+    pub fn lists(&self) -> usize {
+        self.inner.lists.load(Ordering::SeqCst)
     }
 
     /// `TWILIO_BASE_URL`: the client appends `/2010-04-01/…`.
@@ -306,6 +343,11 @@ fn answer(
             &body,
         );
         received.sid = resource["sid"].as_str().map(str::to_owned);
+        let now = lock(&inner.clock)
+            .as_ref()
+            .map_or_else(chrono::Utc::now, Clock::now);
+        // Kept before any delay: a client that times out has still had its message created.
+        list::keep(inner, resource.clone(), now);
         (StatusCode::CREATED, Json(resource)).into_response()
     };
     match reply {
@@ -332,6 +374,14 @@ fn answer(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 20500,
                 "An internal server error has occurred",
+            ),
+            None,
+        ),
+        TwilioReply::Unavailable => (
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                20503,
+                "Service unavailable",
             ),
             None,
         ),

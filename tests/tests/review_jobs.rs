@@ -15,7 +15,10 @@ use grove_common::{
     },
     jobs::{ReviewJob, ReviewStep},
     queue::JobQueue,
-    review::{MessageStatus, ReviewStatus},
+    review::{
+        MessageStatus, ReviewStatus,
+        service::{self, ReviewEvent},
+    },
 };
 use grove_tests::{
     TestDb,
@@ -27,7 +30,6 @@ use grove_worker::{
     sms::{OutgoingSms, SentSms, SmsError, SmsProvider},
 };
 use sea_orm::{ActiveValue::Set, EntityTrait};
-use serde_json::json;
 use std::{
     sync::{
         Arc,
@@ -135,6 +137,19 @@ async fn first_run_in_flight(rig: &Rig) -> tokio::task::JoinHandle<()> {
     first
 }
 
+/// The service orders the first send (the request moves to `sending`), and nobody carries the
+/// order out: what a run that died right there leaves behind.
+async fn send_ordered(
+    db: &sea_orm::DatabaseConnection,
+    review_id: &str,
+    at: chrono::DateTime<chrono::Utc>,
+) -> bool {
+    let effects = service::apply(db, review_id, ReviewEvent::SendDue, at)
+        .await
+        .expect("apply");
+    effects.status == Some(ReviewStatus::Sending) && effects.send.is_some()
+}
+
 async fn result_status(rig: &Rig) -> Option<String> {
     calls::load_result(&rig.deps.db, rig.call_id)
         .await
@@ -203,11 +218,7 @@ async fn an_abandoned_attempt_ends_as_unknown_and_is_never_resent() {
     let db = &rig.deps.db;
     let start = rig.clock.now();
     // What a run that died inside the provider call leaves behind.
-    assert!(
-        reviews::lifecycle::advance(db, &rig.review_id, ReviewStatus::Sending, json!({}), start)
-            .await
-            .expect("advance")
-    );
+    assert!(send_ordered(db, &rig.review_id, start).await);
     let attempt = reviews::begin_attempt(
         db,
         NewMessage {
@@ -239,7 +250,10 @@ async fn an_abandoned_attempt_ends_as_unknown_and_is_never_resent() {
     let (deps, job) = (Arc::clone(&rig.deps), send_job(&rig));
     let second_pass = request(&rig).await;
     handle(&rig.deps, &send_job(&rig)).await.expect("run");
-    assert_eq!(request(&rig).await.status, ReviewStatus::Failed);
+    // Issue 26: a text that may have gone out is never shown as failed. This provider cannot
+    // list what it sent, so the request stays unconfirmed (the loopback Twilio's list resolves
+    // it: review_send_outcome.rs).
+    assert_eq!(request(&rig).await.status, ReviewStatus::Unconfirmed);
     assert_eq!(second_pass.status, ReviewStatus::Sending);
     review_request::Entity::update(review_request::ActiveModel {
         id: Set(rig.review_id.clone()),
@@ -250,7 +264,7 @@ async fn an_abandoned_attempt_ends_as_unknown_and_is_never_resent() {
     .await
     .expect("as the second job saw it");
     handle(&deps, &job).await.expect("second run");
-    assert_eq!(request(&rig).await.status, ReviewStatus::Failed);
+    assert_eq!(request(&rig).await.status, ReviewStatus::Unconfirmed);
     assert_eq!(rig.sms.sends.load(Ordering::SeqCst), 0, "never sent again");
     let events = reviews::events(db, &rig.review_id).await.expect("events");
     assert!(
@@ -269,23 +283,13 @@ async fn an_abandoned_attempt_ends_as_unknown_and_is_never_resent() {
         1,
         "the unknown outcome is recorded on the message once: {history}"
     );
-    assert_eq!(result_status(&rig).await.as_deref(), Some("failed"));
+    assert_eq!(result_status(&rig).await.as_deref(), Some("unconfirmed"));
 }
 
 /// A request a crash left at `sending` before any attempt was recorded (no message row).
 async fn stuck_before_any_attempt(rig: &Rig) {
     let now = rig.clock.now();
-    assert!(
-        reviews::lifecycle::advance(
-            &rig.deps.db,
-            &rig.review_id,
-            ReviewStatus::Sending,
-            json!({}),
-            now
-        )
-        .await
-        .expect("advance")
-    );
+    assert!(send_ordered(&rig.deps.db, &rig.review_id, now).await);
     assert!(
         reviews::message(&rig.deps.db, &rig.review_id, "initial")
             .await

@@ -4,6 +4,8 @@
 
 #[path = "twilio_client/logs.rs"]
 mod logs;
+#[path = "twilio_client/lookup.rs"]
+mod lookup;
 
 use grove_common::{
     config::{Config, Secret},

@@ -2,8 +2,11 @@
 //! consent, opt-out list, cooldown), the sandbox's answer, and turning a paid request into its
 //! stored plan.
 
+mod act;
 pub mod plan;
 pub mod sandbox;
+
+pub use act::act;
 
 use crate::error::{ApiError, Problem, ProblemKind};
 use chrono::{DateTime, Utc};

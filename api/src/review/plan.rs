@@ -1,5 +1,6 @@
-//! A paid review request becomes rows: its consent and the request itself (status `scheduled`).
-//! Written after settlement, idempotently (one request per paid call).
+//! A paid review request becomes rows: its consent and the request itself (status `scheduled`,
+//! recorded by the review service). Written after settlement, idempotently (one request per
+//! paid call).
 
 use chrono::{DateTime, Utc};
 use grove_common::{
@@ -8,11 +9,10 @@ use grove_common::{
         reviews,
     },
     requests::ReviewRequestBody,
-    review::{ReviewStatus, quiet_hours},
+    review::{quiet_hours, service},
 };
 use rand::RngCore;
 use sea_orm::{ActiveValue::Set, DatabaseConnection, DbErr, EntityTrait, TransactionTrait};
-use serde_json::json;
 use uuid::Uuid;
 
 /// 128 random bits, URL-safe: `rr_` ids and link tokens.
@@ -57,7 +57,7 @@ pub async fn create(
     .exec(&txn)
     .await?;
     let id = format!("rr_{}", token());
-    let model = review_request::Entity::insert(review_request::ActiveModel {
+    let row = review_request::ActiveModel {
         id: Set(id.clone()),
         call_id: Set(call_id),
         payer: Set(payer.to_owned()),
@@ -71,24 +71,16 @@ pub async fn create(
         template: Set(body.template().map(str::to_owned)),
         follow_up_enabled: Set(body.follow_up_enabled()),
         follow_up_after_hours: Set(i32::from(body.follow_up_after_hours())),
-        status: Set(ReviewStatus::INITIAL),
+        // The state (`scheduled`) and the log's first entry are the review service's to write.
+        status: sea_orm::ActiveValue::NotSet,
         send_at: Set(send_at),
         follow_up_due_at: Set(None),
         link_token: Set(token()),
         clicked_at: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
-    })
-    .exec_with_returning(&txn)
-    .await?;
-    reviews::event(
-        &txn,
-        &id,
-        ReviewStatus::INITIAL.as_str(),
-        json!({"send_at": reviews::rfc3339(send_at), "zone": zone.name(), "state": state}),
-        now,
-    )
-    .await?;
+    };
+    let model = service::create(&txn, row, now).await?;
     txn.commit().await?;
     Ok(model)
 }

@@ -68,6 +68,7 @@ pub fn sample(
         "follow_up": {"enabled": follow_up, "due_at": null},
         "links": {"self": self_url, "cancel": format!("{self_url}/cancel")},
         "receipt": {"id": "sandbox", "url": "/docs/actions#sandbox", "expires_at": null},
+        "failure": null,
         "sandbox": true,
     }))
 }

@@ -10,14 +10,17 @@ use axum::{
 };
 use grove_common::{
     db::{
-        entities::{link_click, review_request},
-        reviews::{self, lifecycle, rfc3339},
+        entities::review_request,
+        reviews::{self, rfc3339},
     },
-    review::{ReviewStatus, phone::UsPhone},
+    review::{
+        ReviewStatus,
+        phone::UsPhone,
+        service::{self, ReviewEvent},
+    },
 };
-use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, sea_query::Expr};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
-use uuid::Uuid;
 
 async fn find(state: &AppState, id: &str) -> Result<review_request::Model, ApiError> {
     if !id.starts_with("rr_") || id.len() > 64 {
@@ -42,7 +45,16 @@ async fn view(state: &AppState, req: &review_request::Model) -> Result<Value, Ap
             json!({"action": "follow_up", "at": req.follow_up_due_at.map(rfc3339)})
         }
         ReviewStatus::Sent => json!({"action": "await_delivery", "at": null}),
+        // The service is asking the provider whether the text went.
+        ReviewStatus::Unconfirmed | ReviewStatus::FollowUpUnconfirmed => {
+            json!({"action": "confirm_send", "at": null})
+        }
         _ => Value::Null,
+    };
+    let failure = if req.status == ReviewStatus::Failed {
+        service::failure(&events)
+    } else {
+        None
     };
     Ok(json!({
         "id": req.id,
@@ -65,6 +77,7 @@ async fn view(state: &AppState, req: &review_request::Model) -> Result<Value, Ap
         })).collect::<Vec<_>>(),
         "events": events.iter().map(|e| json!({"at": rfc3339(e.created_at), "event": e.kind, "detail": e.detail})).collect::<Vec<_>>(),
         "next_action": next_action,
+        "failure": failure,
     }))
 }
 
@@ -80,16 +93,15 @@ pub(super) async fn cancel(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let mut req = find(&state, &id).await?;
+    let req = find(&state, &id).await?;
     let now = state.clock.now();
-    let to = ReviewStatus::Cancelled;
-    if !lifecycle::advance(&state.db, &req.id, to, json!({"by": "caller"}), now).await? {
+    let effects = service::apply(&state.db, &req.id, ReviewEvent::Cancelled, now).await?;
+    let req = find(&state, &id).await?;
+    if !effects.changed {
         // Finished meanwhile (or before): say how.
-        let current = find(&state, &id).await?;
-        return Err(ApiError::AlreadyFinal(current.status.to_string()));
+        return Err(ApiError::AlreadyFinal(req.status.to_string()));
     }
-    req.status = to;
-    req.updated_at = now;
+    crate::review::act(&state, &req.id, &effects).await?;
     Ok(Json(view(&state, &req).await?))
 }
 
@@ -106,36 +118,11 @@ pub(super) async fn click(
         .one(&state.db)
         .await?
         .ok_or(ApiError::NotFound)?;
-    let now = state.clock.now();
-    link_click::Entity::insert(link_click::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        request_id: Set(req.id.clone()),
-        clicked_at: Set(now),
-    })
-    .exec(&state.db)
-    .await?;
-    let first = review_request::Entity::update_many()
-        .col_expr(review_request::Column::ClickedAt, Expr::value(Some(now)))
-        .filter(review_request::Column::Id.eq(req.id.clone()))
-        .filter(review_request::Column::ClickedAt.is_null())
-        .exec(&state.db)
-        .await?
-        .rows_affected
-        == 1;
-    if first {
-        reviews::event(&state.db, &req.id, "clicked", json!({}), now).await?;
-        // A click is the outcome we asked for: no reminder after it.
-        if req.status.completes_on_click() {
-            lifecycle::advance(
-                &state.db,
-                &req.id,
-                ReviewStatus::Completed,
-                json!({"reason": "clicked"}),
-                now,
-            )
-            .await?;
-        }
-    }
+    // A click is the outcome we asked for: the service records it, and the first one ends a
+    // pending follow-up.
+    let effects =
+        service::apply(&state.db, &req.id, ReviewEvent::Clicked, state.clock.now()).await?;
+    crate::review::act(&state, &req.id, &effects).await?;
     let mut response = StatusCode::FOUND.into_response();
     if let Ok(location) = HeaderValue::from_str(&req.review_url) {
         response.headers_mut().insert(header::LOCATION, location);

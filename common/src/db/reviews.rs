@@ -1,9 +1,9 @@
-//! Review requests in the database: the rows and their event log, the writes of their state
-//! (`lifecycle`, forward-only), messages keyed so that each is sent at most once (`attempt`,
-//! `messages`), and the suppression list (CONTRACT 9).
+//! Review requests in the database: reading the rows and their event log, messages keyed so
+//! that each is sent at most once (`attempt`, `messages`), and the suppression list
+//! (CONTRACT 9). A request's state and its log are written only by `review::service`.
 
 use super::entities::{review_event, review_message, review_request, suppression};
-use crate::review::ReviewStatus;
+use crate::review::{ReviewStatus, service::LOOK_AGAIN_AFTER};
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
@@ -12,13 +12,14 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 mod attempt;
-pub mod lifecycle;
 mod messages;
 pub use attempt::{
     ATTEMPT_HEARTBEAT, ATTEMPT_STALE_AFTER, Attempt, CALLBACK_MESSAGE_PARAM, NewMessage,
-    begin_attempt, callback_url, in_flight, touch_attempt,
+    begin_attempt, callback_url, claim, in_flight, touch_attempt,
 };
-pub use messages::{message, message_by_id, message_by_provider_id, message_status, messages};
+pub use messages::{
+    history, message, message_by_id, message_by_provider_id, message_status, messages,
+};
 
 /// The states' texts, as the published schemas list them. The states themselves are
 /// [`ReviewStatus`]; code compares and stores those.
@@ -27,9 +28,11 @@ pub mod status {
     pub const SCHEDULED: &str = Scheduled.as_str();
     pub const DEFERRED: &str = Deferred.as_str();
     pub const SENDING: &str = Sending.as_str();
+    pub const UNCONFIRMED: &str = Unconfirmed.as_str();
     pub const SENT: &str = Sent.as_str();
     pub const DELIVERED: &str = Delivered.as_str();
     pub const FOLLOW_UP_SCHEDULED: &str = FollowUpScheduled.as_str();
+    pub const FOLLOW_UP_UNCONFIRMED: &str = FollowUpUnconfirmed.as_str();
     pub const FOLLOW_UP_SENT: &str = FollowUpSent.as_str();
     pub const COMPLETED: &str = Completed.as_str();
     pub const OPTED_OUT: &str = OptedOut.as_str();
@@ -59,24 +62,6 @@ pub async fn by_call(
         .filter(review_request::Column::CallId.eq(call_id))
         .one(db)
         .await
-}
-
-pub async fn event(
-    db: &impl ConnectionTrait,
-    request_id: &str,
-    kind: &str,
-    detail: Value,
-    at: DateTime<Utc>,
-) -> Result<(), DbErr> {
-    let row = review_event::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        request_id: Set(request_id.to_owned()),
-        kind: Set(kind.to_owned()),
-        detail: Set(detail),
-        created_at: Set(at),
-    };
-    review_event::Entity::insert(row).exec(db).await?;
-    Ok(())
 }
 
 pub async fn events(
@@ -139,18 +124,19 @@ pub async fn open_for_phone(
         .await
 }
 
-/// Whether `phone` got a request created at or after `since` (other than `except`).
+/// Whether a request to `phone` was sold at or after `since`: its sale mark (`phone_marks`),
+/// which a request that ended without texting anyone gives back, so that it starts no cooldown.
 pub async fn requested_since(
     db: &impl ConnectionTrait,
     phone: &str,
     since: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
-    Ok(review_request::Entity::find()
-        .filter(review_request::Column::Phone.eq(phone))
-        .filter(review_request::Column::CreatedAt.gte(since))
-        .one(db)
-        .await?
-        .is_some())
+    Ok(
+        super::entities::phone_mark::Entity::find_by_id(phone.to_owned())
+            .one(db)
+            .await?
+            .is_some_and(|mark| mark.last_at >= since),
+    )
 }
 
 /// The tracked-request response (CONTRACT 9), as returned by the paid call and kept as its result.
@@ -160,6 +146,7 @@ pub fn response_json(
     preview: (&str, &str, u32),
     public_base_url: &str,
     receipt: Value,
+    failure: Option<Value>,
 ) -> Value {
     let (body, encoding, segments) = match message {
         Some(m) => (
@@ -179,6 +166,7 @@ pub fn response_json(
         "follow_up": {"enabled": req.follow_up_enabled, "due_at": req.follow_up_due_at.map(rfc3339)},
         "links": {"self": format!("{public_base_url}{self_path}"), "cancel": format!("{public_base_url}{self_path}/cancel")},
         "receipt": receipt,
+        "failure": failure,
     })
 }
 
@@ -186,8 +174,9 @@ pub fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// Due work for the sweeper: initial sends whose time has come, follow-ups that are due, and
-/// requests stuck at `sent` for 24 h without a delivery report.
+/// Due work for the sweeper: initial sends whose time has come (postponed tries included),
+/// follow-ups that are due, requests stuck at `sent` for 24 h without a delivery report, sends
+/// whose run may have died mid-call, and unconfirmed sends not looked up for a while.
 pub async fn due(
     db: &impl ConnectionTrait,
     now: DateTime<Utc>,
@@ -221,6 +210,16 @@ pub async fn due(
                     Condition::all()
                         .add(review_request::Column::Status.eq(ReviewStatus::Sending))
                         .add(review_request::Column::UpdatedAt.lte(now - ATTEMPT_STALE_AFTER)),
+                )
+                .add(
+                    Condition::all()
+                        .add(
+                            review_request::Column::Status.is_in([
+                                ReviewStatus::Unconfirmed,
+                                ReviewStatus::FollowUpUnconfirmed,
+                            ]),
+                        )
+                        .add(review_request::Column::UpdatedAt.lte(now - LOOK_AGAIN_AFTER)),
                 ),
         )
         .all(db)

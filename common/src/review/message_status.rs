@@ -1,5 +1,6 @@
-//! Where one SMS of a review request stands: our own two words (`attempting`, `unknown`) and the
-//! provider's statuses, in the one order they may move (CONTRACT 9: statuses only move forward).
+//! Where one SMS of a review request stands: our own three words (`attempting`, `unknown`,
+//! `not_sent`) and the provider's statuses, in the one order they may move (CONTRACT 9: statuses
+//! only move forward; the one way back, `not_sent` claimed for another try, is the service's).
 
 use sea_orm::entity::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -33,9 +34,14 @@ pub enum MessageStatus {
     Failed,
     #[sea_orm(string_value = "canceled")]
     Canceled,
-    /// The run that sent it died inside the provider call: it may or may not have gone out.
+    /// The run that sent it died inside the provider call, or the provider's answer was lost:
+    /// it may or may not have gone out.
     #[sea_orm(string_value = "unknown")]
     Unknown,
+    /// The provider certainly did not take it (unreachable, refusing for now): the next try
+    /// claims this row back to `attempting`, so the row stays the message's at-most-once key.
+    #[sea_orm(string_value = "not_sent")]
+    NotSent,
     #[sea_orm(string_value = "read")]
     Read,
 }
@@ -44,7 +50,7 @@ use MessageStatus::*;
 
 impl MessageStatus {
     /// Every status, for the one place that reads a word back.
-    const ALL: [MessageStatus; 12] = [
+    const ALL: [MessageStatus; 13] = [
         Attempting,
         Accepted,
         Scheduled,
@@ -56,6 +62,7 @@ impl MessageStatus {
         Failed,
         Canceled,
         Unknown,
+        NotSent,
         Read,
     ];
 
@@ -72,6 +79,7 @@ impl MessageStatus {
             Failed => "failed",
             Canceled => "canceled",
             Unknown => "unknown",
+            NotSent => "not_sent",
             Read => "read",
         }
     }
@@ -82,9 +90,15 @@ impl MessageStatus {
         Self::ALL.into_iter().find(|m| m.as_str() == s)
     }
 
-    /// A status word a provider reported: one of ours (`attempting`, `unknown`) never is.
+    /// A status word a provider reported: one of ours (`attempting`, `unknown`, `not_sent`)
+    /// never is.
     pub fn reported(s: &str) -> Option<Self> {
-        Self::parse(s).filter(|m| !matches!(m, Attempting | Unknown))
+        Self::parse(s).filter(|m| !matches!(m, Attempting | Unknown | NotSent))
+    }
+
+    /// The provider has the message (whatever became of it since).
+    pub const fn provider_took_it(self) -> bool {
+        !matches!(self, Attempting | Unknown | NotSent)
     }
 
     /// The message's stage: handed to the provider, on its way, sent, an outcome, read. Statuses
@@ -95,7 +109,7 @@ impl MessageStatus {
             Accepted | Scheduled | Queued => 1,
             Sending => 2,
             Sent => 3,
-            Delivered | Undelivered | Failed | Canceled | Unknown => 4,
+            Delivered | Undelivered | Failed | Canceled | Unknown | NotSent => 4,
             Read => 5,
         }
     }
@@ -151,5 +165,6 @@ mod tests {
         assert_eq!(MessageStatus::parse("received"), None);
         assert_eq!(MessageStatus::reported("delivered"), Some(Delivered));
         assert_eq!(MessageStatus::reported("unknown"), None);
+        assert_eq!(MessageStatus::reported("not_sent"), None);
     }
 }

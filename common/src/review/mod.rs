@@ -1,19 +1,23 @@
 //! The review-request action's domain logic (CONTRACT 9): pure functions of their inputs and the
-//! instant they are given, no I/O. The API runs [`validate_request`] after the JSON Schema and
+//! instant they are given, no I/O, and [`service`], the one owner of a request's state, which
+//! reads and writes the database. The API runs [`validate_request`] after the JSON Schema and
 //! before any 402, so a request we would refuse is never charged.
 
 pub mod consent;
 pub mod encoding;
+pub mod event_kind;
 pub mod keywords;
 pub mod links;
 pub mod message;
 pub mod message_status;
 pub mod phone;
 pub mod quiet_hours;
+pub mod service;
 pub mod status;
 
 pub use consent::{check as check_consent, check_send_at};
 pub use encoding::Encoding;
+pub use event_kind::EventKind;
 pub use keywords::{Keyword, classify, reads_as_opt_out};
 pub use links::check_review_url;
 pub use message::{Rendered, render, render_follow_up};
@@ -23,6 +27,7 @@ pub use quiet_hours::{
     Opening, next_opening, next_opening_all, parse_zone, recipient_state, recipient_states,
     window_on, window_on_all, zone,
 };
+pub use service::OptOutReason;
 pub use status::ReviewStatus;
 
 use crate::schema::Violation;

@@ -1,7 +1,8 @@
 //! A review request's states and the one-way road between them (CONTRACT 9). Every change of a
 //! request's state, wherever it happens (the paid call, the send and follow-up jobs, the
-//! sweeper, the delivery and inbound webhooks, a cancel, a click), is checked against
-//! [`ReviewStatus::may_become`]; the writes themselves are in `db::reviews::lifecycle`.
+//! sweeper, the delivery and inbound webhooks, a cancel, a click), is decided and written by
+//! one owner, `review::service`; the road here is what it moves along (the few named moves off
+//! it are listed there and in `docs/review-requests.md`).
 
 use sea_orm::entity::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -23,12 +24,20 @@ pub enum ReviewStatus {
     /// A run is sending the first message (its message row says whether the provider was called).
     #[sea_orm(string_value = "sending")]
     Sending,
+    /// The first message's send may or may not have reached the provider (its answer was lost,
+    /// or its run died inside the call): never shown as a failure. The service asks the
+    /// provider and moves on to `sent`/`delivered`, or to `failed` once it is sure nothing went.
+    #[sea_orm(string_value = "unconfirmed")]
+    Unconfirmed,
     #[sea_orm(string_value = "sent")]
     Sent,
     #[sea_orm(string_value = "delivered")]
     Delivered,
     #[sea_orm(string_value = "follow_up_scheduled")]
     FollowUpScheduled,
+    /// As `unconfirmed`, for the reminder.
+    #[sea_orm(string_value = "follow_up_unconfirmed")]
+    FollowUpUnconfirmed,
     #[sea_orm(string_value = "follow_up_sent")]
     FollowUpSent,
     #[sea_orm(string_value = "completed")]
@@ -48,18 +57,20 @@ impl ReviewStatus {
     pub const INITIAL: ReviewStatus = Scheduled;
 
     /// The road's stops in order. A terminal state lies past all of them.
-    const ROAD: [ReviewStatus; 7] = [
+    const ROAD: [ReviewStatus; 9] = [
         Scheduled,
         Deferred,
         Sending,
+        Unconfirmed,
         Sent,
         Delivered,
         FollowUpScheduled,
+        FollowUpUnconfirmed,
         FollowUpSent,
     ];
 
-    /// States a request never leaves (but for the one recovery in `db::reviews::lifecycle`:
-    /// a first send whose outcome was unknown, reported delivered after all).
+    /// States a request never leaves (but for the one recovery in `review::service`: a first
+    /// send whose outcome was unknown, found or reported sent after all).
     pub const TERMINAL: [ReviewStatus; 4] = [Completed, OptedOut, Failed, Cancelled];
 
     pub const fn as_str(self) -> &'static str {
@@ -67,9 +78,11 @@ impl ReviewStatus {
             Scheduled => "scheduled",
             Deferred => "deferred_quiet_hours",
             Sending => "sending",
+            Unconfirmed => "unconfirmed",
             Sent => "sent",
             Delivered => "delivered",
             FollowUpScheduled => "follow_up_scheduled",
+            FollowUpUnconfirmed => "follow_up_unconfirmed",
             FollowUpSent => "follow_up_sent",
             Completed => "completed",
             OptedOut => "opted_out",
@@ -108,9 +121,18 @@ impl ReviewStatus {
         matches!(self, Scheduled | Deferred)
     }
 
-    /// A click completes a request from here (no reminder after it).
+    /// A click completes a request from here (no reminder after it). A click on an unconfirmed
+    /// send is the proof that it arrived.
     pub fn completes_on_click(self) -> bool {
-        matches!(self, Sent | Delivered | FollowUpScheduled)
+        matches!(
+            self,
+            Unconfirmed | Sent | Delivered | FollowUpScheduled | FollowUpUnconfirmed
+        )
+    }
+
+    /// A send whose outcome the service is still finding out (first message or reminder).
+    pub fn is_unconfirmed(self) -> bool {
+        matches!(self, Unconfirmed | FollowUpUnconfirmed)
     }
 }
 
@@ -129,6 +151,14 @@ mod tests {
     fn the_road_only_goes_forward() {
         assert!(Scheduled.may_become(Sending));
         assert!(Sending.may_become(Sent));
+        assert!(Sending.may_become(Unconfirmed));
+        assert!(Unconfirmed.may_become(Sent) && Unconfirmed.may_become(Delivered));
+        assert!(
+            !Sent.may_become(Unconfirmed),
+            "a known send never becomes unknown"
+        );
+        assert!(FollowUpScheduled.may_become(FollowUpUnconfirmed));
+        assert!(FollowUpUnconfirmed.may_become(FollowUpSent));
         assert!(Sent.may_become(Delivered));
         assert!(Delivered.may_become(FollowUpScheduled));
         assert!(FollowUpScheduled.may_become(FollowUpSent));

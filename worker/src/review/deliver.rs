@@ -1,146 +1,116 @@
-//! Sending one message at most once: the attempt is recorded before the provider is called, and
-//! the provider's answer (or its absence) moves the message and the request.
+//! Sending one message at most once: the attempt is recorded before the provider is called (or
+//! an earlier try the provider did not take was claimed back by the service), the lease is
+//! renewed while the call is open, and the provider's answer comes back as an event.
 
-use super::failure;
 use crate::{
     jobs::{Deps, JobError},
     sms::{OutgoingSms, SentSms, SmsError},
 };
 use grove_common::{
     db::{
-        entities::review_request,
-        reviews::{self, Attempt, NewMessage, lifecycle, message_kind},
+        entities::review_message,
+        reviews::{self, Attempt, NewMessage},
     },
-    review::{MessageStatus, ReviewStatus, message},
+    review::{
+        message,
+        service::{MessageKind, Refusal, ReviewEvent, SendOrder},
+    },
 };
-use serde_json::json;
 
-/// Sends one message at most once: record the attempt, then call the provider.
+/// Sends the ordered message; the event to tell the service, if any (`None`: another run owns
+/// this message, or the request is gone).
 pub(super) async fn deliver(
     deps: &Deps,
-    req: &review_request::Model,
-    kind: &str,
-    validity: std::time::Duration,
-) -> Result<(), JobError> {
-    let link = grove_common::review::tracked_link(&deps.public_base_url, &req.link_token);
-    let rendered = if kind == message_kind::INITIAL {
-        message::render(
-            req.template.as_deref(),
-            &req.first_name,
-            &req.business_name,
-            &link,
-        )
-    } else {
-        Ok(message::render_follow_up(
-            &req.first_name,
-            &req.business_name,
-            &link,
-        ))
+    review_id: &str,
+    order: SendOrder,
+) -> Result<Option<ReviewEvent>, JobError> {
+    let Some(req) = reviews::load(&deps.db, review_id).await? else {
+        return Ok(None);
     };
-    let now = deps.clock.now();
-    let (sent_status, after_failure) = if kind == message_kind::INITIAL {
-        (ReviewStatus::Sent, ReviewStatus::Failed)
-    } else {
-        (ReviewStatus::FollowUpSent, ReviewStatus::Completed)
-    };
-    let Ok(rendered) = rendered else {
-        lifecycle::advance(
-            &deps.db,
-            &req.id,
-            after_failure,
-            json!({"reason": "message_render_failed"}),
-            now,
-        )
-        .await?;
-        return Ok(());
-    };
-    let encoding = rendered.encoding.as_str();
-    let attempt = reviews::begin_attempt(
-        &deps.db,
-        NewMessage {
-            request_id: &req.id,
-            kind,
-            provider: deps.sms.name(),
-            body: &rendered.body,
-            encoding,
-            segments: rendered.segments,
-        },
-        now,
-    )
-    .await?;
-    let msg = match attempt {
-        Attempt::Fresh(msg) => msg,
-        Attempt::Earlier(msg) => {
-            if reviews::in_flight(&msg, now) {
-                // A duplicate job (the sweeper, or a redelivery) while the first run is still
-                // inside the provider call: that run records the outcome.
-                tracing::info!(message = %msg.id, "another run is sending this message; leaving it");
-                return Ok(());
+    let msg = match order.claimed {
+        Some(claimed) => claimed,
+        None => {
+            let link = grove_common::review::tracked_link(&deps.public_base_url, &req.link_token);
+            let rendered = match order.kind {
+                MessageKind::Initial => message::render(
+                    req.template.as_deref(),
+                    &req.first_name,
+                    &req.business_name,
+                    &link,
+                ),
+                MessageKind::FollowUp => Ok(message::render_follow_up(
+                    &req.first_name,
+                    &req.business_name,
+                    &link,
+                )),
+            };
+            let Ok(rendered) = rendered else {
+                return Ok(Some(ReviewEvent::CannotRender { kind: order.kind }));
+            };
+            let attempt = reviews::begin_attempt(
+                &deps.db,
+                NewMessage {
+                    request_id: &req.id,
+                    kind: order.kind.as_str(),
+                    provider: deps.sms.name(),
+                    body: &rendered.body,
+                    encoding: rendered.encoding.as_str(),
+                    segments: rendered.segments,
+                },
+                deps.clock.now(),
+            )
+            .await?;
+            match attempt {
+                Attempt::Fresh(msg) => msg,
+                // Two runs were ordered to send at once: the one whose row went in sends.
+                Attempt::Earlier(_) => return Ok(None),
             }
-            if msg.provider_id.is_some() {
-                lifecycle::advance(
-                    &deps.db,
-                    &req.id,
-                    sent_status,
-                    json!({"message": msg.id}),
-                    now,
-                )
-                .await?;
-            } else if msg.status == MessageStatus::Unknown
-                || reviews::message_status(&deps.db, &msg, MessageStatus::Unknown, None, None, now)
-                    .await?
-                    .is_some()
-            {
-                // The earlier run may have reached the provider before it died. A second SMS is
-                // worse than none: record the unknown outcome and stop (a message already marked
-                // is not marked again, and `advance` records its event only when it moves). A
-                // report from the provider may still resume the request. When the marking lost
-                // to a report that just landed, the report decides and nothing fails here.
-                lifecycle::advance(
-                    &deps.db,
-                    &req.id,
-                    after_failure,
-                    json!({"reason": "send_outcome_unknown", "message": msg.id}),
-                    now,
-                )
-                .await?;
-            }
-            return Ok(());
         }
     };
     let sms = OutgoingSms {
         to: req.phone.clone(),
-        body: rendered.body.clone(),
+        body: msg.body.clone(),
         status_callback: deps
             .status_callback
             .as_deref()
             .map(|base| reviews::callback_url(base, msg.id)),
-        validity_period_s: Some(u32::try_from(validity.as_secs()).unwrap_or(u32::MAX)),
+        validity_period_s: Some(u32::try_from(order.validity.as_secs()).unwrap_or(u32::MAX)),
         reference: msg.id.to_string(),
     };
-    match send_renewing_lease(deps, &sms, msg.id).await {
+    let result = send_renewing_lease(deps, &sms, msg.id).await;
+    Ok(Some(outcome(&msg, result)))
+}
+
+/// The provider's answer as an event: taken, refused (for good or for now), or unknown.
+fn outcome(msg: &review_message::Model, result: Result<SentSms, SmsError>) -> ReviewEvent {
+    let message = msg.id;
+    let e = match result {
         Ok(sent) => {
-            reviews::message_status(
-                &deps.db,
-                &msg,
-                sent.status,
-                Some(&sent.provider_id),
-                None,
-                now,
-            )
-            .await?;
-            lifecycle::advance(
-                &deps.db,
-                &req.id,
-                sent_status,
-                json!({"message": msg.id, "provider_id": sent.provider_id}),
-                now,
-            )
-            .await?;
+            return ReviewEvent::ProviderAccepted {
+                message,
+                provider_id: sent.provider_id,
+                status: sent.status,
+            };
         }
-        Err(e) => failure::record(deps, req, &msg, &e, after_failure, now).await?,
+        Err(e) => e,
+    };
+    let code = e.code().and_then(|c| i32::try_from(c).ok());
+    if e.may_have_been_sent() {
+        tracing::warn!(error = %e, "SMS send outcome unknown");
+        return ReviewEvent::OutcomeUnknown { message, code };
     }
-    Ok(())
+    let refusal = match &e {
+        SmsError::OptedOut { .. } => Refusal::OptedOut {
+            code: code.unwrap_or(grove_common::twilio::OPTED_OUT_ERROR),
+        },
+        // Unreachable, or refusing for now, before taking anything: the service tries again.
+        SmsError::Transient { .. } => Refusal::Unavailable { code },
+        SmsError::Undeliverable { .. } | SmsError::Rejected { .. } | SmsError::Config { .. } => {
+            Refusal::Rejected { code }
+        }
+    };
+    tracing::warn!(error = %e, "SMS not sent");
+    ReviewEvent::ProviderRefused { message, refusal }
 }
 
 /// Calls the provider, renewing the attempt's lease while the call is open so that a duplicate

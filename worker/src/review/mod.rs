@@ -1,20 +1,21 @@
-//! Review-request jobs: the first send (or its deferral), the follow-up, and the sweeper that
-//! picks up anything due that a lost job missed. Every SMS is keyed by its message row, which
-//! exists before the provider is called, so a re-run never sends twice.
+//! Review-request jobs: the first send, the follow-up, and the sweeper that picks up anything
+//! due that a lost job missed. Each job reads as parse → apply → act: the job names its step,
+//! the review service (`grove_common::review::service`) decides what it means for the request
+//! as it stands, and `act` carries out what the service answers (send, look up, schedule,
+//! release), telling the service each outcome in turn. Every SMS is keyed by its message row,
+//! which exists before the provider is called, so a re-run never sends twice.
 
+mod act;
 mod deliver;
-mod failure;
-mod follow_up;
-pub mod guard;
 mod outcome;
-mod send;
 pub mod sweep;
 
 use crate::jobs::{Deps, JobError};
 use apalis::prelude::Data;
-use follow_up::send_follow_up;
-use grove_common::jobs::{ReviewJob, ReviewStep};
-use send::send_initial;
+use grove_common::{
+    jobs::{ReviewJob, ReviewStep},
+    review::service::{self, ReviewEvent},
+};
 use std::sync::Arc;
 use tracing::Instrument;
 
@@ -27,10 +28,16 @@ pub async fn review_job(job: ReviewJob, deps: Data<Arc<Deps>>) -> Result<(), Job
 pub async fn handle(deps: &Deps, job: &ReviewJob) -> Result<(), JobError> {
     let span = tracing::info_span!("job.review", review_id = %job.review_id, step = ?job.step, request_id = %job.request_id);
     async move {
-        match job.step {
-            ReviewStep::Send => send_initial(deps, &job.review_id).await,
-            ReviewStep::FollowUp => send_follow_up(deps, &job.review_id).await,
+        let event = match job.step {
+            ReviewStep::Send => ReviewEvent::SendDue,
+            ReviewStep::FollowUp => ReviewEvent::FollowUpDue,
+        };
+        let effects = service::apply(&deps.db, &job.review_id, event, deps.clock.now()).await?;
+        act::act(deps, &job.review_id, effects).await?;
+        if job.step == ReviewStep::Send {
+            outcome::first_outcome(deps, &job.review_id).await?;
         }
+        Ok(())
     }
     .instrument(span)
     .await

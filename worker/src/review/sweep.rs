@@ -5,9 +5,12 @@
 use crate::jobs::{Deps, JobError};
 use apalis::prelude::Data;
 use grove_common::{
-    db::reviews::{self, lifecycle},
+    db::reviews,
     jobs::{ReviewJob, ReviewStep},
-    review::ReviewStatus,
+    review::{
+        ReviewStatus,
+        service::{self, ReviewEvent},
+    },
 };
 use std::sync::Arc;
 
@@ -22,13 +25,20 @@ pub async fn sweep(deps: &Deps) -> Result<usize, JobError> {
     let mut acted = 0;
     for req in reviews::due(&deps.db, now).await? {
         let step = match req.status {
-            ReviewStatus::Scheduled | ReviewStatus::Deferred | ReviewStatus::Sending => {
-                Some(ReviewStep::Send)
+            // Due sends, postponed tries, sends whose run may have died, and unconfirmed sends
+            // to look up again: the send job asks the service which.
+            ReviewStatus::Scheduled
+            | ReviewStatus::Deferred
+            | ReviewStatus::Sending
+            | ReviewStatus::Unconfirmed => Some(ReviewStep::Send),
+            ReviewStatus::FollowUpScheduled | ReviewStatus::FollowUpUnconfirmed => {
+                Some(ReviewStep::FollowUp)
             }
-            ReviewStatus::FollowUpScheduled => Some(ReviewStep::FollowUp),
             ReviewStatus::Sent => {
                 // 24 h at `sent` with no delivery report: treat as delivered then.
-                lifecycle::on_initial_delivered(&deps.db, &req, req.updated_at, now).await?;
+                let event = ReviewEvent::DeliveryReportOverdue;
+                let effects = service::apply(&deps.db, &req.id, event, now).await?;
+                super::act::act(deps, &req.id, effects).await?;
                 acted += 1;
                 None
             }

@@ -79,6 +79,10 @@ const OPTED_OUT: u32 = 21610;
 const UNDELIVERABLE: &[u32] = &[21211, 21612, 21614, 21635, 30005, 30006];
 /// Rate limit (20429) and carrier-side codes that Twilio documents as worth another try.
 const TRANSIENT: &[u32] = &[20429, 30001, 30003, 30008];
+/// Server-side codes Twilio documents as a refusal to act, to be retried with back-off:
+/// 20503 "Service unavailable" and 21730 "System under maintenance" (issue 30). Whatever the
+/// HTTP status, nothing was created.
+const NOT_TAKEN: &[u32] = &[20503, 21730];
 
 /// Twilio's error body: `{code, message, more_info, status}`. Everything optional: a proxy
 /// or a load balancer may answer instead of Twilio.
@@ -115,8 +119,10 @@ pub(super) fn classify_failure(status: u16, headers: &HeaderMap, body: &str) -> 
             code: c,
             message: message.clone(),
         }),
-        // A gateway or server error may come after Twilio took the message (issue 10): the
-        // outcome is unknown, so it is never retried blindly; the status callback settles it.
+        Some(c) if NOT_TAKEN.contains(&c) => retry(Some(c)),
+        // A gateway or server error may come after Twilio took the message (issue 10; Twilio's
+        // 20500 page says a retried send can text twice): the outcome is unknown, so it is
+        // never retried blindly; a lookup or the status callback settles it.
         _ if (500..=599).contains(&status) => Failure::Final(SmsError::Transient {
             status: Some(status),
             code,
@@ -254,6 +260,33 @@ mod tests {
             Failure::Final(SmsError::Rejected {
                 status: 404,
                 code: None,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn twilio_s_documented_refusals_to_act_are_retried_whatever_the_status() {
+        for (status, code) in [(503, 20503), (503, 21730), (500, 21730)] {
+            assert!(
+                matches!(
+                    classify(status, &twilio(code, status, "Service unavailable")),
+                    Failure::Retry {
+                        error: SmsError::Transient {
+                            may_have_been_sent: false,
+                            ..
+                        },
+                        ..
+                    }
+                ),
+                "{status} {code}"
+            );
+        }
+        // Twilio's own 500 may come after the message was created.
+        assert!(matches!(
+            classify(500, &twilio(20500, 500, "Internal Server Error")),
+            Failure::Final(SmsError::Transient {
+                may_have_been_sent: true,
                 ..
             })
         ));

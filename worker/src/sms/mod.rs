@@ -62,6 +62,30 @@ pub struct SentSms {
     pub segments: Option<u32>,
 }
 
+/// A message to look for: one the provider sent to `to` since `since`, with exactly `body`
+/// (the tracked link makes every text unique).
+#[derive(Clone)]
+pub struct SentQuery<'a> {
+    pub to: &'a str,
+    pub body: &'a str,
+    pub since: chrono::DateTime<chrono::Utc>,
+}
+
+/// What a lookup found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// The provider has the message: its id, status and error code as it lists them.
+    Found {
+        provider_id: String,
+        status: grove_common::review::MessageStatus,
+        error_code: Option<i32>,
+    },
+    /// None of the listed messages is this one.
+    NotListed,
+    /// This provider cannot list what it sent.
+    Unsupported,
+}
+
 #[async_trait::async_trait]
 pub trait SmsProvider: Send + Sync {
     /// A stable label for logs and metrics: `twilio` or `outbox`.
@@ -79,6 +103,12 @@ pub trait SmsProvider: Send + Sync {
     /// instead of failing it against a provider known to be down.
     fn gate(&self) -> Option<grove_common::health::GateView> {
         None
+    }
+
+    /// Finds out whether a send whose answer was lost went: the provider's list of the messages
+    /// it sent to the number. Safe to repeat (a read).
+    async fn find_sent(&self, _query: &SentQuery<'_>) -> Result<Lookup, SmsError> {
+        Ok(Lookup::Unsupported)
     }
 }
 

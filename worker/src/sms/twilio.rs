@@ -1,9 +1,12 @@
 //! Twilio Programmable Messaging: `POST {base}/2010-04-01/Accounts/{sid}/Messages.json`, form
 //! encoded, HTTP Basic auth with the account sid and auth token.
 
+mod list;
+
 use super::error::{classify_failure, scrub};
 use super::{
-    OutgoingSms, RetryPolicy, SentSms, SmsError, SmsProvider, VALIDITY_PERIOD_S, mask_phone,
+    Lookup, OutgoingSms, RetryPolicy, SentQuery, SentSms, SmsError, SmsProvider, VALIDITY_PERIOD_S,
+    mask_phone,
 };
 use crate::log_text::error_chain;
 use crate::retry::{self, Failure};
@@ -23,6 +26,9 @@ enum Sender {
 
 pub struct TwilioProvider {
     client: reqwest::Client,
+    /// `TWILIO_BASE_URL` without its trailing slash (the list's next pages are paths on it).
+    base: String,
+    /// The account's Messages resource.
     url: String,
     /// The account resource (`GET …/Accounts/{sid}.json`): the health probe's request.
     account_url: String,
@@ -92,6 +98,7 @@ impl TwilioProvider {
             .map_err(|e| config_error(&format!("HTTP client: {e}")))?;
         Ok(Self {
             client,
+            base: base.to_owned(),
             url,
             account_url,
             authorization,
@@ -210,6 +217,23 @@ impl SmsProvider for TwilioProvider {
         Err(match classify_failure(status, &headers, &body) {
             Failure::Retry { error, .. } | Failure::Final(error) => error,
         })
+    }
+
+    #[tracing::instrument(name = "sms.lookup", skip_all, fields(provider = "twilio", to = %mask_phone(query.to)))]
+    async fn find_sent(&self, query: &SentQuery<'_>) -> Result<Lookup, SmsError> {
+        let found = self.find(query).await;
+        match &found {
+            Ok(Lookup::Found {
+                provider_id,
+                status,
+                ..
+            }) => {
+                tracing::info!(%provider_id, %status, "sms lookup found the message");
+            }
+            Ok(_) => tracing::info!("sms lookup found no such message"),
+            Err(error) => tracing::warn!(%error, "sms lookup failed"),
+        }
+        found
     }
 }
 

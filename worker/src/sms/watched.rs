@@ -6,7 +6,7 @@
 //! what one message caused (an opted-out recipient, a number that cannot take texts, a request
 //! Twilio rejected for its content).
 
-use super::{OutgoingSms, SentSms, SmsError, SmsProvider};
+use super::{Lookup, OutgoingSms, SentQuery, SentSms, SmsError, SmsProvider};
 use futures::future::BoxFuture;
 use grove_common::health::{GateView, Gates, Outcome, Probe, ProviderId};
 use std::sync::Arc;
@@ -61,6 +61,12 @@ impl SmsProvider for Watched {
 
     fn gate(&self) -> Option<GateView> {
         self.gates.view(&self.provider)
+    }
+
+    /// A lookup is a read of what was sent, not a send: it says nothing of the provider's health
+    /// for texts, so it is passed through uncounted.
+    async fn find_sent(&self, query: &SentQuery<'_>) -> Result<Lookup, SmsError> {
+        self.inner.find_sent(query).await
     }
 }
 

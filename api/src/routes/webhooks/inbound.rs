@@ -9,14 +9,13 @@ use axum::{
     response::Response,
 };
 use grove_common::{
-    db::{
-        reviews::{self, lifecycle},
-        webhook_receipts,
+    db::webhook_receipts,
+    review::{
+        keywords::{Keyword, classify, reads_as_opt_out},
+        service::{self, InboundText},
     },
-    review::keywords::{Keyword, classify, reads_as_opt_out},
 };
-use sea_orm::{ConnectionTrait, TransactionTrait};
-use serde_json::json;
+use sea_orm::TransactionTrait;
 
 /// STOP and friends (and plain-words revocations) suppress the phone and end its pending
 /// requests; START lifts the suppression for future requests; HELP and any other reply are
@@ -41,52 +40,26 @@ pub(in crate::routes) async fn inbound(
     {
         return Ok(twiml());
     }
-    apply_inbound(&txn, from, text, now).await?;
+    // Nothing it answers needs acting on: a reply or an opt-out sends and schedules nothing.
+    service::inbound(&txn, from, parse(text), now).await?;
     txn.commit().await?;
     Ok(twiml())
 }
 
-/// Acts on one inbound message inside the caller's transaction.
-async fn apply_inbound(
-    db: &impl ConnectionTrait,
-    from: &str,
-    text: &str,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<(), sea_orm::DbErr> {
-    let keyword = classify(text);
-    // The FCC lets a consumer revoke consent by any reasonable means: plain words count too.
-    let revoked = match keyword {
-        Keyword::OptOut => Some("stop_keyword"),
-        Keyword::Other if reads_as_opt_out(text) => Some("plain_words_opt_out"),
-        _ => None,
-    };
-    if let Some(reason) = revoked {
-        let detail = if keyword == Keyword::OptOut {
-            json!({"keyword": text.trim().to_uppercase()})
-        } else {
-            json!({"reply": text.trim()})
-        };
-        lifecycle::opt_out(db, from, reason, detail, now).await?;
-        tracing::info!(reason, "recipient opted out");
-        return Ok(());
+/// What the recipient's text means.
+fn parse(text: &str) -> InboundText {
+    match classify(text) {
+        Keyword::OptOut => InboundText::OptOut {
+            keyword: text.trim().to_uppercase(),
+        },
+        // The FCC lets a consumer revoke consent by any reasonable means: plain words count too.
+        Keyword::Other if reads_as_opt_out(text) => InboundText::PlainOptOut {
+            reply: text.trim().to_owned(),
+        },
+        Keyword::OptIn => InboundText::OptIn,
+        Keyword::Help => InboundText::Help,
+        Keyword::Other => InboundText::Reply {
+            text: text.trim().to_owned(),
+        },
     }
-    let open = reviews::open_for_phone(db, from).await?;
-    match keyword {
-        Keyword::OptIn => {
-            reviews::set_suppression(db, from, false, "start_keyword", now).await?;
-        }
-        Keyword::Help | Keyword::Other => {
-            // HELP, or neither a keyword nor a revocation: kept for the business to read.
-            let (event, detail) = if keyword == Keyword::Help {
-                ("help_requested", json!({}))
-            } else {
-                ("reply_received", json!({"reply": text.trim()}))
-            };
-            for req in open {
-                reviews::event(db, &req.id, event, detail.clone(), now).await?;
-            }
-        }
-        Keyword::OptOut => {}
-    }
-    Ok(())
 }

@@ -25,6 +25,8 @@ pub struct Recorded {
     pub messages: Vec<Received>,
     /// Review requests answered 200 but never texted: what the api says about each.
     pub untexted: Vec<String>,
+    /// Texted review requests by their final status.
+    pub texted_states: std::collections::BTreeMap<String, usize>,
     /// Model requests: when, and for which call.
     pub arrivals: Vec<(Instant, Option<usize>)>,
     /// Arrivals (by index) the model answered before the worker went away.
@@ -220,6 +222,14 @@ pub fn row(args: &Args, c: Recorded) -> Row {
     }
     if !c.untexted.is_empty() {
         let _ = write!(notes, "; never texted: {}", c.untexted.join("; "));
+    }
+    if !c.texted_states.is_empty() {
+        let states: Vec<String> = c
+            .texted_states
+            .iter()
+            .map(|(s, n)| format!("{n} {s}"))
+            .collect();
+        let _ = write!(notes, "; texted reviews end {}", states.join(", "));
     }
     if !exits.is_empty() {
         let _ = write!(

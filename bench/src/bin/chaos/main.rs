@@ -2,7 +2,7 @@
 //! PostgreSQL) under faults, with retrying paid clients; prints one Markdown row per scenario.
 //!
 //! `cargo run --release -p grove-bench --bin chaos -- [--calls N] [--reviews N] [--model-ms MS]
-//!  [--spread-s S] [--bound-s S] [--deadline-s S] [--sweep-s S] [--only name,name]
+//!  [--twilio-ms MS] [--spread-s S] [--bound-s S] [--deadline-s S] [--sweep-s S] [--only name,name]
 //!  [--kill-order round-robin|random]`
 //!
 //! Needs PostgreSQL on 127.0.0.1:5432 (trust; a fresh database per scenario; the PostgreSQL
@@ -57,6 +57,8 @@ pub struct Args {
     pub calls: usize,
     pub reviews: usize,
     pub model: Duration,
+    /// How long Twilio takes to answer a send (it has the text at once): kills land mid-send.
+    pub twilio: Duration,
     /// Clients start spread evenly over this window.
     pub spread: Duration,
     /// A client gives up this long after its first attempt.
@@ -74,6 +76,7 @@ impl Args {
             calls: 200,
             reviews: 20,
             model: Duration::from_secs(2),
+            twilio: Duration::ZERO,
             spread: Duration::from_secs(20),
             bound: Duration::from_secs(150),
             deadline_s: 20,
@@ -94,6 +97,7 @@ impl Args {
                 "--calls" => a.calls = n() as usize,
                 "--reviews" => a.reviews = n() as usize,
                 "--model-ms" => a.model = Duration::from_millis(n()),
+                "--twilio-ms" => a.twilio = Duration::from_millis(n()),
                 "--spread-s" => a.spread = Duration::from_secs(n()),
                 "--bound-s" => a.bound = Duration::from_secs(n()),
                 "--deadline-s" => a.deadline_s = n(),
@@ -153,12 +157,13 @@ fn print_table(rows: &[Row], args: &Args) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "{} paid coaching calls + {} paid review requests per scenario, clients starting over {} s and retrying for up to {} s; model {} ms; CALL_DEADLINE_S={}, SWEEP_INTERVAL_S={}; 1 api, {WORKERS} workers, private Redis, PostgreSQL.\n",
+        "{} paid coaching calls + {} paid review requests per scenario, clients starting over {} s and retrying for up to {} s; model {} ms; Twilio answers in {} ms; CALL_DEADLINE_S={}, SWEEP_INTERVAL_S={}; 1 api, {WORKERS} workers, private Redis, PostgreSQL.\n",
         args.calls,
         args.reviews,
         args.spread.as_secs(),
         args.bound.as_secs(),
         args.model.as_millis(),
+        args.twilio.as_millis(),
         args.deadline_s,
         args.sweep_s
     );

@@ -43,6 +43,9 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
     redis.wait_ready().await;
     let facilitator = FakeFacilitator::start().await;
     let twilio = FakeTwilio::start().await;
+    if !args.twilio.is_zero() {
+        twilio.always(grove_tests::twilio::TwilioReply::Slow(args.twilio));
+    }
     let llm = FakeLlm::start().await;
     llm.script(std::iter::repeat_n(
         Reply::Slow(args.model),
@@ -346,6 +349,40 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
             ));
         }
     }
+    // Where the texted review requests end (issue 26: none may read `failed`), once every send
+    // whose outcome a kill left unknown has been looked up (bounded).
+    let texted_ids: Vec<&String> = reviews
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| {
+            let phone = review_phone(i + 1);
+            messages
+                .iter()
+                .any(|m| m.field("To") == Some(phone.as_str()) && m.sid.is_some())
+        })
+        .filter_map(|(_, o)| o.id.as_ref())
+        .collect();
+    let settle_until = Instant::now() + Duration::from_secs(90);
+    let mut texted_states = std::collections::BTreeMap::<String, usize>::new();
+    loop {
+        texted_states.clear();
+        for id in &texted_ids {
+            let url = format!("{base}/api/v1/actions/review-request/requests/{id}");
+            let view: serde_json::Value = match client.get(url).send().await {
+                Ok(r) => r.json().await.unwrap_or_default(),
+                Err(_) => serde_json::Value::Null,
+            };
+            let status = view["status"].as_str().unwrap_or("unreadable").to_owned();
+            *texted_states.entry(status).or_default() += 1;
+        }
+        let open = ["sending", "unconfirmed"]
+            .iter()
+            .any(|s| texted_states.contains_key(*s));
+        if !open || Instant::now() >= settle_until {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
     let _ = stop_supervisor.send(true);
     let _ = supervisor.await;
     let exits = std::mem::take(&mut lock(&procs).exits);
@@ -363,6 +400,7 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
             chain_transfers: facilitator.transfers(),
             messages,
             untexted,
+            texted_states,
             arrivals: lock(&model_log.arrivals).clone(),
             answered: lock(&model_log.answered).clone(),
             fault_ends: lock(&fault_ends).clone(),

@@ -8,7 +8,7 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
     pub request_id: String,
-    pub kind: String,
+    pub kind: crate::review::EventKind,
     pub detail: Json,
     pub created_at: DateTimeUtc,
 }

@@ -88,6 +88,40 @@ pub async fn touch_attempt(
     Ok(())
 }
 
+/// Claims the row of an earlier try that the provider did not take (`not_sent`) for a new try:
+/// back to `attempting`, with a fresh lease, in one statement, so that of two runs only one
+/// gets it. `None` when another run claimed it first (or it is not `not_sent`).
+pub async fn claim(
+    db: &impl ConnectionTrait,
+    msg: &review_message::Model,
+    at: DateTime<Utc>,
+) -> Result<Option<review_message::Model>, DbErr> {
+    let mut history = msg.status_history.as_array().cloned().unwrap_or_default();
+    history.push(json!({"status": MessageStatus::Attempting, "at": at}));
+    let claimed = review_message::Entity::update_many()
+        .col_expr(
+            review_message::Column::Status,
+            Expr::value(MessageStatus::Attempting.as_str()),
+        )
+        .col_expr(
+            review_message::Column::StatusHistory,
+            Expr::value(serde_json::Value::Array(history)),
+        )
+        .col_expr(review_message::Column::AttemptedAt, Expr::value(Some(at)))
+        .col_expr(review_message::Column::UpdatedAt, Expr::value(at))
+        .filter(review_message::Column::Id.eq(msg.id))
+        .filter(review_message::Column::Status.eq(MessageStatus::NotSent))
+        .exec(db)
+        .await?
+        .rows_affected
+        == 1;
+    if claimed {
+        review_message::Entity::find_by_id(msg.id).one(db).await
+    } else {
+        Ok(None)
+    }
+}
+
 /// True while another run may still be inside the provider call for `msg`: it is still
 /// `attempting` (no provider answer or report yet) and its lease was renewed recently.
 pub fn in_flight(msg: &review_message::Model, now: DateTime<Utc>) -> bool {

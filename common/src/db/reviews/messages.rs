@@ -104,3 +104,20 @@ pub async fn message_by_provider_id(
         .one(db)
         .await
 }
+
+/// A message's status history as (status, at) pairs, oldest first.
+pub fn history(m: &review_message::Model) -> impl Iterator<Item = (&str, Option<DateTime<Utc>>)> {
+    m.status_history
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|entry| {
+            let status = entry.get("status").and_then(Value::as_str).unwrap_or("");
+            let at = entry
+                .get("at")
+                .and_then(Value::as_str)
+                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.with_timezone(&Utc));
+            (status, at)
+        })
+}

@@ -100,9 +100,11 @@ pub fn response() -> Value {
         status::SCHEDULED,
         status::DEFERRED,
         status::SENDING,
+        status::UNCONFIRMED,
         status::SENT,
         status::DELIVERED,
         status::FOLLOW_UP_SCHEDULED,
+        status::FOLLOW_UP_UNCONFIRMED,
         status::FOLLOW_UP_SENT,
         status::COMPLETED,
         status::OPTED_OUT,
@@ -111,8 +113,11 @@ pub fn response() -> Value {
     ];
     let props = json!({
         "id": s().d("Tracked request id.").set("pattern", "^rr_[A-Za-z0-9_-]{16,}$"),
-        "status": one_of(&statuses)
-            .d("completed, opted_out, failed and cancelled are terminal."),
+        "status": one_of(&statuses).d(
+            "completed, opted_out, failed and cancelled are terminal. unconfirmed and \
+             follow_up_unconfirmed: the send's outcome is being confirmed with the SMS provider \
+             (the text may have gone); never failed while it may have.",
+        ),
         "created_at": s().set("format", "date-time"),
         "scheduled_send_at": s()
             .d("When the first SMS goes out (after any quiet-hours deferral).")
@@ -134,6 +139,23 @@ pub fn response() -> Value {
             "cancel": s().d("POST: cancel the request."),
         })),
         "receipt": receipt(),
+        "failure": {
+            "description": "Why the request failed; null unless status is failed.",
+            "anyOf": [
+                obj(json!({
+                    "reason": ne().d(
+                        "provider_unavailable, not_sent, provider_error, consent_expired, \
+                         invalid_zone_or_phone, message_render_failed or undelivered.",
+                    ),
+                    "code": {
+                        "type": ["integer", "null"],
+                        "description": "The SMS provider's error code, when it gave one.",
+                    },
+                    "message": ne().d("The reason in words."),
+                })),
+                {"type": "null"},
+            ],
+        },
         "sandbox": sandbox_flag(),
     });
     json!({

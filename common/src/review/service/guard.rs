@@ -1,8 +1,7 @@
 //! The one guard every send passes through, first message and follow-up alike (CONTRACT 9):
 //! the opt-out list, the consent's age, and the recipient's quiet hours, read at send time.
 
-use chrono::{DateTime, Months, Utc};
-use grove_common::{
+use crate::{
     db::{
         entities::{consent, review_request},
         reviews,
@@ -13,6 +12,7 @@ use grove_common::{
         quiet_hours::{self, Opening},
     },
 };
+use chrono::{DateTime, Months, Utc};
 use sea_orm::{ConnectionTrait, DbErr, EntityTrait};
 use std::time::Duration;
 
