@@ -1,5 +1,6 @@
-//! Shared by the `api` and `worker` crates: the catalog (defined once), wire types, the schema
-//! registry, configuration and telemetry set-up.
+//! Shared by the `api` and `worker` crates: the catalog (defined once), one module per mode
+//! (deliverable types and rules), wire types, the schema registry, configuration and telemetry
+//! set-up.
 
 pub mod catalog;
 pub mod clock;
@@ -10,6 +11,7 @@ pub mod db;
 pub mod doctor;
 pub mod http_client;
 pub mod jobs;
+pub mod modes;
 pub mod money;
 pub mod queue;
 pub mod receipt;
