@@ -15,7 +15,7 @@
 
 pub(crate) mod path;
 mod rules;
-pub mod schema;
+mod schema;
 pub mod words;
 
 pub use rules::{Ctx, Source, Thinking, Tracing, Written, strings};
