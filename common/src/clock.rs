@@ -10,13 +10,19 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+/// The real instant, for code that holds no [`Clock`]: record times, leases, heartbeats. The
+/// one place that reads the system clock; [`Clock::wall`] and [`SystemClock`] read it here.
+pub fn wall() -> DateTime<Utc> {
+    Utc::now()
+}
+
 pub trait Clock: Send + Sync + 'static {
     /// The service's instant (tests move it).
     fn now(&self) -> DateTime<Utc>;
 
     /// The real instant, whatever `now` says.
     fn wall(&self) -> DateTime<Utc> {
-        Utc::now()
+        wall()
     }
 
     /// `wall` in Unix seconds (0 before the epoch).
@@ -31,7 +37,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
-        Utc::now()
+        wall()
     }
 }
 
@@ -97,5 +103,37 @@ mod tests {
     fn system_clock_is_close_to_the_wall_clock() {
         let drift = (SystemClock.now() - Utc::now()).num_seconds().abs();
         assert!(drift < 5, "drift {drift}s");
+    }
+
+    /// One clock: the libraries and binaries read the system clock only through this module
+    /// (`wall()` or a `Clock`), so a test that pins or moves time is never bypassed unseen.
+    #[test]
+    fn nothing_but_this_module_reads_the_system_clock() {
+        fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    rust_files(&path, out);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    out.push(path);
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut files = Vec::new();
+        for krate in ["src", "api/src", "common/src", "worker/src"] {
+            rust_files(&root.join(krate), &mut files);
+        }
+        assert!(files.len() > 100, "found only {} files", files.len());
+        let readers: Vec<String> = files
+            .iter()
+            .filter(|p| !p.ends_with("common/src/clock.rs"))
+            .filter(|p| std::fs::read_to_string(p).is_ok_and(|text| text.contains("Utc::now()")))
+            .map(|p| p.display().to_string())
+            .collect();
+        assert!(
+            readers.is_empty(),
+            "Utc::now() outside the clock: {readers:?}"
+        );
     }
 }

@@ -311,7 +311,7 @@ mod tests {
             input_tokens: 3,
             output_tokens: 4,
             model_calls: 1,
-            created_at: chrono::Utc::now(),
+            created_at: crate::clock::wall(),
         };
         completions.completed(id, stored.clone()).await;
         tokio::time::timeout(Duration::from_secs(5), waiter.notified())

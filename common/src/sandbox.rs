@@ -6,8 +6,8 @@ use crate::catalog::{ByMode, Coach, MODES, Mode, ModeId};
 use serde_json::Value;
 
 macro_rules! samples {
-    ($($variant:ident $id:literal),* $(,)?) => {
-        ByMode::new([$(include_str!(concat!("sandbox/", $id, ".json"))),*])
+    ($($variant:ident $id:ident),* $(,)?) => {
+        ByMode::new([$(include_str!(concat!("sandbox/", stringify!($id), ".json"))),*])
     };
 }
 

@@ -15,10 +15,8 @@ use grove_common::{
     },
     jobs::{ReviewJob, ReviewStep},
     queue::JobQueue,
-    review::{
-        MessageStatus, ReviewStatus,
-        service::{self, ReviewEvent},
-    },
+    review::{MessageStatus, ReviewStatus},
+    review_service::{self, ReviewEvent},
 };
 use grove_tests::{
     TestDb,
@@ -144,7 +142,7 @@ async fn send_ordered(
     review_id: &str,
     at: chrono::DateTime<chrono::Utc>,
 ) -> bool {
-    let effects = service::apply(db, review_id, ReviewEvent::SendDue, at)
+    let effects = review_service::apply(db, review_id, ReviewEvent::SendDue, at)
         .await
         .expect("apply");
     effects.status == Some(ReviewStatus::Sending) && effects.send.is_some()

@@ -7,7 +7,7 @@
 //! second charge.
 
 use chrono::{DateTime, Duration as Delta, TimeZone, Utc};
-use grove_common::{clock::Clock, db::entities::review_request, review::service};
+use grove_common::{clock::Clock, db::entities::review_request, review_service};
 use grove_tests::{
     action_body,
     paid::{Options, PaidApp, spawn_paid},
@@ -163,7 +163,7 @@ async fn a_send_twilio_keeps_refusing_fails_when_its_window_closes_and_says_why(
     );
 
     // The window closes before Twilio takes it: a failure the receipt explains.
-    rig.clock.advance(service::SEND_WINDOW);
+    rig.clock.advance(review_service::SEND_WINDOW);
     wait_until("the request to fail", async || {
         view(&rig, &id).await["status"] == "failed"
     })

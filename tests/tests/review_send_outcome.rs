@@ -16,7 +16,8 @@ use grove_common::{
     db::reviews,
     jobs::{ReviewJob, ReviewStep},
     queue::JobQueue,
-    review::{MessageStatus, ReviewStatus, service},
+    review::{MessageStatus, ReviewStatus},
+    review_service,
 };
 use grove_tests::{
     BASE_URL, TestApp, TestDb, default_env,
@@ -304,7 +305,7 @@ async fn nothing_listed_counts_as_not_sent_only_after_the_list_had_time_to_catch
 
     // Just before the grace ends, another look changes nothing.
     rig.clock
-        .advance(service::NOT_SENT_AFTER - TimeDelta::seconds(1));
+        .advance(review_service::NOT_SENT_AFTER - TimeDelta::seconds(1));
     let lists = rig.twilio.lists();
     rig.send().await;
     assert!(rig.twilio.lists() > lists, "looked again");

@@ -7,12 +7,23 @@
 //! a process that died with retries in hand.
 
 use crate::state::AppState;
+use backon::{BackoffBuilder, ExponentialBuilder};
 use grove_common::{db::calls, jobs::Job};
 use std::time::Duration;
 use uuid::Uuid;
 
 const FIRST_PAUSE: Duration = Duration::from_millis(250);
 const MAX_PAUSE: Duration = Duration::from_secs(5);
+
+/// The pauses between pushes: 0.25 s doubling to 5 s, for as long as it takes (no jitter: one
+/// retry per call, and the calls that failed together did so at different moments).
+fn pauses() -> impl Iterator<Item = Duration> {
+    ExponentialBuilder::new()
+        .with_min_delay(FIRST_PAUSE)
+        .with_max_delay(MAX_PAUSE)
+        .without_max_times()
+        .build()
+}
 /// The attempt at which a push still failing is logged as an error.
 const STILL_FAILING_AT: u32 = 10;
 
@@ -34,13 +45,14 @@ pub(crate) async fn enqueue(state: &AppState, call_id: Uuid, job: Job) -> bool {
 /// Pushes again with backoff until the push lands, the call stops waiting for it, or shutdown.
 async fn retry(state: AppState, call_id: Uuid, job: Job) {
     let mut stopped = state.push_retries.stopped.clone();
-    let mut pause = FIRST_PAUSE;
+    let mut pauses = pauses().peekable();
     for attempt in 2u32.. {
+        let pause = pauses.next().unwrap_or(MAX_PAUSE);
         tokio::select! {
             _ = tokio::time::sleep(pause) => {}
             _ = stopped.wait_for(|s| *s) => break,
         }
-        pause = (pause * 2).min(MAX_PAUSE);
+        let pause = pauses.peek().copied().unwrap_or(MAX_PAUSE);
         // A call that left `pending` was run by another push (or failed): nothing to push.
         match calls::load(&state.db, call_id).await {
             Ok(Some(c)) if c.status != calls::status::PENDING => break,
@@ -63,4 +75,16 @@ async fn retry(state: AppState, call_id: Uuid, job: Job) {
         }
     }
     state.push_retries.end(call_id);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pushes_are_retried_after_a_quarter_second_doubling_to_five_seconds_without_end() {
+        let ms: Vec<u128> = pauses().take(8).map(|d| d.as_millis()).collect();
+        assert_eq!(ms, [250, 500, 1000, 2000, 4000, 5000, 5000, 5000]);
+        assert_eq!(pauses().nth(10_000), Some(MAX_PAUSE));
+    }
 }

@@ -3,7 +3,7 @@
 //! the worker's; an event here never asks for one, and the sweeper would pick one up anyway.
 
 use crate::state::AppState;
-use grove_common::{db::phone_marks, jobs::ReviewJob, review::service::Effects};
+use grove_common::{db::phone_marks, jobs::ReviewJob, review_service::Effects};
 use sea_orm::DbErr;
 
 pub async fn act(state: &AppState, review_id: &str, effects: &Effects) -> Result<(), DbErr> {

@@ -3,13 +3,14 @@
 //! paid call).
 
 use chrono::{DateTime, Utc};
+use grove_common::review_service;
 use grove_common::{
     db::{
         entities::{consent, review_request},
         reviews,
     },
     requests::ReviewRequestBody,
-    review::{quiet_hours, service},
+    review::quiet_hours,
 };
 use rand::RngCore;
 use sea_orm::{ActiveValue::Set, DatabaseConnection, DbErr, EntityTrait, TransactionTrait};
@@ -80,7 +81,7 @@ pub async fn create(
         created_at: Set(now),
         updated_at: Set(now),
     };
-    let model = service::create(&txn, row, now).await?;
+    let model = review_service::create(&txn, row, now).await?;
     txn.commit().await?;
     Ok(model)
 }

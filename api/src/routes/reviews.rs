@@ -8,16 +8,14 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
+use grove_common::review_service::ReviewEvent;
 use grove_common::{
     db::{
         entities::review_request,
         reviews::{self, rfc3339},
     },
-    review::{
-        ReviewStatus,
-        phone::UsPhone,
-        service::{self, ReviewEvent},
-    },
+    review::{ReviewStatus, phone::UsPhone},
+    review_service,
 };
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
@@ -52,7 +50,7 @@ async fn view(state: &AppState, req: &review_request::Model) -> Result<Value, Ap
         _ => Value::Null,
     };
     let failure = if req.status == ReviewStatus::Failed {
-        service::failure(&events)
+        review_service::failure(&events)
     } else {
         None
     };
@@ -95,7 +93,7 @@ pub(super) async fn cancel(
 ) -> Result<Json<Value>, ApiError> {
     let req = find(&state, &id).await?;
     let now = state.clock.now();
-    let effects = service::apply(&state.db, &req.id, ReviewEvent::Cancelled, now).await?;
+    let effects = review_service::apply(&state.db, &req.id, ReviewEvent::Cancelled, now).await?;
     let req = find(&state, &id).await?;
     if !effects.changed {
         // Finished meanwhile (or before): say how.
@@ -121,7 +119,7 @@ pub(super) async fn click(
     // A click is the outcome we asked for: the service records it, and the first one ends a
     // pending follow-up.
     let effects =
-        service::apply(&state.db, &req.id, ReviewEvent::Clicked, state.clock.now()).await?;
+        review_service::apply(&state.db, &req.id, ReviewEvent::Clicked, state.clock.now()).await?;
     crate::review::act(&state, &req.id, &effects).await?;
     let mut response = StatusCode::FOUND.into_response();
     if let Ok(location) = HeaderValue::from_str(&req.review_url) {

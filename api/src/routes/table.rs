@@ -12,8 +12,6 @@ use grove_common::{
 };
 use std::borrow::Cow;
 
-use crate::state::AppState;
-
 /// One public operation; each has one entry in [`OPERATIONS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
@@ -99,11 +97,14 @@ impl Operation {
         }
     }
 
-    /// `handler` on this operation's method.
-    pub fn on<H, T>(&self, handler: H) -> MethodRouter<AppState>
+    /// `handler` on this operation's method. Generic over the router's state, so that the table
+    /// (which `render::openapi` reads to document the routes) does not import `AppState`, whose
+    /// module builds the rendered documents: that was an import circle.
+    pub fn on<H, T, S>(&self, handler: H) -> MethodRouter<S>
     where
-        H: Handler<T, AppState>,
+        H: Handler<T, S>,
         T: 'static,
+        S: Clone + Send + Sync + 'static,
     {
         on(self.method.filter(), handler)
     }

@@ -9,47 +9,48 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::{fmt, ops::Index, str::FromStr};
 
-/// Calls `$callback!` with `Variant "id"` for each of the sixteen modes, in catalog order, after
-/// any leading tokens. The one list of modes: adding a mode here (and to `MODES`) is a compile
-/// error everywhere a file or a rule per mode is missing.
+/// Calls `$callback!` with `Variant id` for each of the sixteen modes, in catalog order, after
+/// any leading tokens. The one list of modes: `id` is the mode's id as clients spell it and the
+/// name of its module (`modes/<id>.rs`, whose `Variant` is its deliverable type), its prompt and
+/// its sample; adding a line here is a compile error wherever one of them is missing.
 #[macro_export]
 macro_rules! modes {
     ($callback:ident ! ( $($lead:tt)* )) => {
         $callback! {
             $($lead)*
-            DiagnoseGrowth "diagnose_growth",
-            DesignOffer "design_offer",
-            RewritePricing "rewrite_pricing",
-            FunnelReview "funnel_review",
-            WriteOutboundSequence "write_outbound_sequence",
-            AuditFunction "audit_function",
-            HandleObjections "handle_objections",
-            PositionAgainstAlternatives "position_against_alternatives",
-            PlanCapacity "plan_capacity",
-            DraftSop "draft_sop",
-            RescueChurn "rescue_churn",
-            PlanOnboarding "plan_onboarding",
-            DecideStack "decide_stack",
-            MapAutomation "map_automation",
-            ScopeRole "scope_role",
-            MapAccountability "map_accountability",
+            DiagnoseGrowth diagnose_growth,
+            DesignOffer design_offer,
+            RewritePricing rewrite_pricing,
+            FunnelReview funnel_review,
+            WriteOutboundSequence write_outbound_sequence,
+            AuditFunction audit_function,
+            HandleObjections handle_objections,
+            PositionAgainstAlternatives position_against_alternatives,
+            PlanCapacity plan_capacity,
+            DraftSop draft_sop,
+            RescueChurn rescue_churn,
+            PlanOnboarding plan_onboarding,
+            DecideStack decide_stack,
+            MapAutomation map_automation,
+            ScopeRole scope_role,
+            MapAccountability map_accountability,
         }
     };
 }
 
-/// Calls `$callback!` with `Variant "id"` for each of the seven coaches, in catalog order.
+/// Calls `$callback!` with `Variant id` for each of the seven coaches, in catalog order.
 #[macro_export]
 macro_rules! coaches {
     ($callback:ident ! ( $($lead:tt)* )) => {
         $callback! {
             $($lead)*
-            Mary "mary",
-            Reed "reed",
-            Iris "iris",
-            Oak "oak",
-            Violet "violet",
-            Fern "fern",
-            Willow "willow",
+            Mary mary,
+            Reed reed,
+            Iris iris,
+            Oak oak,
+            Violet violet,
+            Fern fern,
+            Willow willow,
         }
     };
 }
@@ -75,7 +76,7 @@ impl UnknownId {
 
 /// Defines an id enum (`as_str`, `ALL`, `parse`, serde as the id string) and its table type.
 macro_rules! define_ids {
-    ($name:ident, $table:ident, $kind:literal; $($variant:ident $id:literal),* $(,)?) => {
+    ($name:ident, $table:ident, $kind:literal; $($variant:ident $id:ident),* $(,)?) => {
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum $name {
             $($variant),*
@@ -83,18 +84,18 @@ macro_rules! define_ids {
 
         impl $name {
             /// Every id, in catalog order.
-            pub const ALL: [$name; [$($id),*].len()] = [$($name::$variant),*];
+            pub const ALL: [$name; [$(stringify!($id)),*].len()] = [$($name::$variant),*];
 
             /// The id as clients spell it (snake_case).
             pub const fn as_str(self) -> &'static str {
                 match self {
-                    $($name::$variant => $id),*
+                    $($name::$variant => stringify!($id)),*
                 }
             }
 
             pub fn parse(s: &str) -> Result<Self, UnknownId> {
                 match s {
-                    $($id => Ok($name::$variant),)*
+                    $(stringify!($id) => Ok($name::$variant),)*
                     _ => Err(UnknownId::new($kind, s)),
                 }
             }
@@ -267,8 +268,8 @@ mod tests {
     }
 
     macro_rules! names_table {
-        ($($variant:ident $id:literal),* $(,)?) => {
-            ByMode::new([$($id),*])
+        ($($variant:ident $id:ident),* $(,)?) => {
+            ByMode::new([$(stringify!($id)),*])
         };
     }
 

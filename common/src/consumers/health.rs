@@ -2,6 +2,7 @@
 //! worker's health endpoint. A consumer that lost Redis is `reconnecting` until its next
 //! heartbeat; one that cannot go on is `dead`, and the process is not ready.
 
+use crate::clock;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -47,7 +48,7 @@ impl Consumers {
         list.push(ConsumerState {
             name: name.to_owned(),
             state: State::Starting,
-            since: Utc::now(),
+            since: clock::wall(),
             last_heartbeat: None,
             restarts: 0,
             last_error: None,
@@ -86,7 +87,7 @@ impl Consumers {
 fn enter(c: &mut ConsumerState, state: State) {
     if c.state != state {
         c.state = state;
-        c.since = Utc::now();
+        c.since = clock::wall();
     }
 }
 
@@ -107,7 +108,7 @@ impl ConsumerHandle {
     /// Registered or heartbeat with the queue: running.
     pub fn beat(&self) {
         self.update(|c| {
-            c.last_heartbeat = Some(Utc::now());
+            c.last_heartbeat = Some(clock::wall());
             enter(c, State::Running);
         });
     }

@@ -3,6 +3,7 @@
 
 use super::entities::{call, model_call, result};
 use super::write::{Done, Exec};
+use crate::clock;
 use chrono::{SubsecRound, Utc};
 use sea_orm::{
     ActiveValue::Set,
@@ -58,7 +59,7 @@ pub async fn complete(
 ) -> Result<Option<result::Model>, DbErr> {
     // At the database's precision (microseconds): the result handed to a waiter with the
     // completion is then the one a later read returns.
-    let now = Utc::now().trunc_subsecs(6);
+    let now = clock::wall().trunc_subsecs(6);
     let stored = result::Model {
         call_id,
         body,
@@ -153,7 +154,7 @@ pub async fn fail(
     let updated = call::Entity::update_many()
         .col_expr(call::Column::Status, Expr::value(status::FAILED))
         .col_expr(call::Column::Error, Expr::value(Some(error.to_owned())))
-        .col_expr(call::Column::UpdatedAt, Expr::value(Utc::now()))
+        .col_expr(call::Column::UpdatedAt, Expr::value(clock::wall()))
         .filter(call::Column::Id.eq(call_id))
         .filter(call::Column::Status.ne(status::COMPLETED))
         .filter(by.guard())
@@ -229,7 +230,7 @@ fn model_call_insert(call_id: Uuid, rec: ModelCallRecord) -> Insert<model_call::
         input_tokens: Set(i64::try_from(rec.tokens.0).unwrap_or(i64::MAX)),
         output_tokens: Set(i64::try_from(rec.tokens.1).unwrap_or(i64::MAX)),
         http_attempts: Set(i32::try_from(rec.http_attempts).unwrap_or(i32::MAX)),
-        created_at: Set(Utc::now()),
+        created_at: Set(clock::wall()),
     };
     let keep_first = OnConflict::columns([
         model_call::Column::CallId,

@@ -1,15 +1,19 @@
 //! Review requests in the database: reading the rows and their event log, messages keyed so
 //! that each is sent at most once (`attempt`, `messages`), and the suppression list
-//! (CONTRACT 9). A request's state and its log are written only by `review::service`.
+//! (CONTRACT 9). A request's state and its log are written only by `review_service`.
 
 use super::entities::{review_event, review_message, review_request, suppression};
-use crate::review::{ReviewStatus, service::LOOK_AGAIN_AFTER};
+use crate::review::ReviewStatus;
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
+
+/// How often an unconfirmed send is looked up again until the answer is final (the sweep finds
+/// it again after this; `review_service` schedules it).
+pub const LOOK_AGAIN_AFTER: chrono::TimeDelta = chrono::TimeDelta::seconds(30);
 
 mod attempt;
 mod messages;

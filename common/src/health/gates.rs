@@ -52,7 +52,7 @@ impl Gates {
         providers: &[ProviderId],
     ) -> Result<Self, DbErr> {
         let names: Vec<&str> = providers.iter().map(ProviderId::as_str).collect();
-        store::ensure(&db, &names, Utc::now()).await?;
+        store::ensure(&db, &names, crate::clock::wall()).await?;
         let gates = Gates(Arc::new(Inner {
             db,
             policy,
@@ -114,7 +114,7 @@ impl Gates {
     /// While `provider`'s gate does not admit: how long a refused client should wait.
     pub fn refusal(&self, provider: &ProviderId) -> Option<Duration> {
         let v = self.view(provider)?;
-        (!v.admits()).then(|| v.retry_after(Utc::now()))
+        (!v.admits()).then(|| v.retry_after(crate::clock::wall()))
     }
 
     /// The last outage of a gate that is closed now.
@@ -166,7 +166,7 @@ impl Gates {
             policy.failures,
             policy.window.as_secs()
         );
-        let now = Utc::now();
+        let now = crate::clock::wall();
         let first_probe = now + chrono_duration(policy.probe_after);
         match store::open(&self.0.db, provider.as_str(), &reason, now, first_probe).await {
             Ok(opened) => {
@@ -205,7 +205,7 @@ impl Gates {
         provider: &ProviderId,
         probe: &dyn Probe,
     ) -> Result<(), DbErr> {
-        let now = Utc::now();
+        let now = crate::clock::wall();
         let due = self
             .view(provider)
             .is_some_and(|v| v.state != GateState::Closed && v.retry_at.is_none_or(|at| at <= now));
@@ -224,7 +224,7 @@ impl Gates {
                 PROBE_TIMEOUT.as_secs()
             )),
         };
-        let now = Utc::now();
+        let now = crate::clock::wall();
         match outcome {
             Ok(()) => {
                 if store::probe_passed(db, provider.as_str(), self.0.me, now).await? {
@@ -292,7 +292,7 @@ fn chrono_duration(d: Duration) -> chrono::Duration {
 }
 
 fn view(row: &provider_gate::Model) -> GateView {
-    let now = Utc::now();
+    let now = crate::clock::wall();
     let state = match row.state.as_str() {
         state::CLOSED => GateState::Closed,
         _ if row.probe_until.is_some_and(|until| until > now) => GateState::HalfOpen,

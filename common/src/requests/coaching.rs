@@ -1,6 +1,6 @@
 //! The body of a paid coaching call (`POST /api/v1/agents/{agent_id}/call`).
 
-use crate::catalog::ModeId;
+use crate::catalog::ids::ModeId;
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 

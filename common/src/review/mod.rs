@@ -12,7 +12,7 @@ pub mod message;
 pub mod message_status;
 pub mod phone;
 pub mod quiet_hours;
-pub mod service;
+
 pub mod status;
 
 pub use consent::{check as check_consent, check_send_at};
@@ -27,7 +27,6 @@ pub use quiet_hours::{
     Opening, next_opening, next_opening_all, parse_zone, recipient_state, recipient_states,
     window_on, window_on_all, zone,
 };
-pub use service::OptOutReason;
 pub use status::ReviewStatus;
 
 use crate::schema::Violation;

@@ -1,7 +1,7 @@
 //! A review request's states and the one-way road between them (CONTRACT 9). Every change of a
 //! request's state, wherever it happens (the paid call, the send and follow-up jobs, the
 //! sweeper, the delivery and inbound webhooks, a cancel, a click), is decided and written by
-//! one owner, `review::service`; the road here is what it moves along (the few named moves off
+//! one owner, `review_service`; the road here is what it moves along (the few named moves off
 //! it are listed there and in `docs/review-requests.md`).
 
 use sea_orm::entity::prelude::*;
@@ -69,7 +69,7 @@ impl ReviewStatus {
         FollowUpSent,
     ];
 
-    /// States a request never leaves (but for the one recovery in `review::service`: a first
+    /// States a request never leaves (but for the one recovery in `review_service`: a first
     /// send whose outcome was unknown, found or reported sent after all).
     pub const TERMINAL: [ReviewStatus; 4] = [Completed, OptedOut, Failed, Cancelled];
 

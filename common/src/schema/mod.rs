@@ -4,7 +4,7 @@
 
 pub mod generate;
 
-use crate::catalog::{ByMode, ModeId};
+use crate::catalog::ids::{ByMode, ModeId};
 use jsonschema::{Validator, error::ValidationErrorKind};
 use serde::Serialize;
 use serde_json::Value;
@@ -31,8 +31,8 @@ macro_rules! embedded_pair {
 }
 
 macro_rules! mode_files {
-    ($($variant:ident $id:literal),* $(,)?) => {
-        ByMode::new([$(embedded_pair!($id)),*])
+    ($($variant:ident $id:ident),* $(,)?) => {
+        ByMode::new([$(embedded_pair!(stringify!($id))),*])
     };
 }
 

@@ -115,7 +115,7 @@ impl Engine {
     /// starts with the request that asked for it, so it gets the whole budget.
     fn deadline_for(&self, call: &call::Model) -> Instant {
         let granted = if call.runs == 0 {
-            let age = (chrono::Utc::now() - call.created_at)
+            let age = (grove_common::clock::wall() - call.created_at)
                 .to_std()
                 .unwrap_or(Duration::ZERO);
             self.budget.saturating_sub(age).max(self.budget / 2)

@@ -60,9 +60,10 @@ pub fn assemble_for(
 
     let missing = &caller.missing;
     let mut ceiling = caller.ceiling;
-    // CONTRACT 8: a capacity plan without the data to decide is low confidence by definition.
-    let verdict = model.get("deliverable").and_then(|d| d.get("verdict"));
-    if verdict.and_then(Value::as_str) == Some("insufficient_data") {
+    // An answer may itself say the caller gave too little to judge (CONTRACT 8: a capacity plan
+    // without the data to decide is low confidence by definition).
+    let deliverable = model.get("deliverable").unwrap_or(&Value::Null);
+    if grove_common::modes::rules(mode.id).low_confidence(deliverable) {
         ceiling = Confidence::Low;
     }
     if let Some(Value::Object(thinking)) = model.get_mut("thinking")

@@ -3,11 +3,12 @@
 
 use super::coverage::Caller;
 use super::figures::Figure;
-use super::modes::{self, Ctx, FieldKind};
+use super::modes::Traced;
 use super::prose::{self, Pool};
 use super::text::{items, push, sentences, strings};
 use super::{style, trace};
 use grove_common::catalog::Mode;
+use grove_common::modes::{self, Ctx, FieldKind, Kinds};
 use grove_common::requests::CoachingRequest;
 use grove_common::schema::Violation;
 use serde_json::Value;
@@ -66,8 +67,10 @@ pub fn check_for(mode: &Mode, caller_facts: &Caller, envelope: &Value) -> Vec<Vi
     let mut cited = caller.clone();
     cited.extend_from_slice(known.earlier());
     let d = envelope.get("deliverable").unwrap_or(&Value::Null);
+    let rules = modes::rules(mode.id);
+    let kinds = rules.kinds();
     let mut typed = Vec::new();
-    typed_numbers(d, false, &mut typed);
+    typed_numbers(d, &mut String::new(), &kinds, &mut typed);
     let pool = Pool {
         cited: &cited,
         typed: &typed,
@@ -98,34 +101,49 @@ pub fn check_for(mode: &Mode, caller_facts: &Caller, envelope: &Value) -> Vec<Vi
             continue;
         }
         let path = format!("/deliverable{rel}");
-        match modes::field_kind(mode.id, &rel) {
+        match kinds.of(&rel) {
             FieldKind::Proposal | FieldKind::Sourced => {}
             FieldKind::Fact => prose::check(&path, s, &pool, false, &mut out),
             FieldKind::Prose => prose::check(&path, s, &pool, true, &mut out),
         }
     }
 
-    let cx = Ctx {
-        envelope,
-        request,
-        d,
+    let traced = Traced {
         caller,
         pool: &pool,
-        caller_text: &caller_facts.text,
     };
-    modes::check(mode.id, &cx, &mut out);
+    let cx = Ctx::new(envelope, request, &caller_facts.text, &traced);
+    // A deliverable that does not have its mode's type fails the published schema too; said
+    // here as well, so that an answer whose mode rules could not run is never delivered.
+    if let Err(shape) = rules.check(&cx, &mut out) {
+        push(&mut out, "/deliverable", shape.to_string());
+    }
     out
 }
 
-/// Numbers the deliverable types as the coach's own (prices, scores, days, ranks). A stage's
-/// `estimated_conversion_pct` is not one: it must itself trace.
-fn typed_numbers(v: &Value, skip: bool, out: &mut Vec<Figure>) {
+/// Numbers the deliverable types as the coach's own (prices, scores, days, ranks), but for the
+/// mode's traced numbers (a stage's `estimated_conversion_pct`), which must themselves trace.
+/// `at` is the pointer of `v` in the deliverable.
+fn typed_numbers(v: &Value, at: &mut String, kinds: &Kinds, out: &mut Vec<Figure>) {
+    let len = at.len();
     match v {
-        Value::Number(n) if !skip => out.extend(n.as_f64().map(Figure::exact)),
-        Value::Array(list) => list.iter().for_each(|x| typed_numbers(x, false, out)),
+        Value::Number(n) if !kinds.is_traced_number(at) => {
+            out.extend(n.as_f64().map(Figure::exact))
+        }
+        Value::Array(list) => {
+            for (i, x) in list.iter().enumerate() {
+                at.push('/');
+                at.push_str(&i.to_string());
+                typed_numbers(x, at, kinds, out);
+                at.truncate(len);
+            }
+        }
         Value::Object(map) => {
             for (k, x) in map {
-                typed_numbers(x, k == "estimated_conversion_pct", out);
+                at.push('/');
+                at.push_str(k);
+                typed_numbers(x, at, kinds, out);
+                at.truncate(len);
             }
         }
         _ => {}

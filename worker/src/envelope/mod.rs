@@ -13,7 +13,8 @@
 //!
 //! Module map: `check` runs the envelope rules and calls `trace` (numbers and their arithmetic,
 //! via `arith`), `prose` (figures in text, with `stated` constants), `style` (the reply's form)
-//! and `modes` (one checker per family of modes). `text` and `figures` are the shared readers;
+//! and each mode's own rules (`grove_common::modes`, one module per mode), to which `modes`
+//! lends the figure tracing. `text` and `figures` are the shared readers;
 //! `coverage` and `facts` decide what the caller gave; `repair` makes the safe repairs, with
 //! `case` for enum spelling.
 
@@ -46,7 +47,8 @@ pub use coverage::{
     missing_recommended,
 };
 pub use figures::{Figure, extract as extract_figures};
-pub use modes::{AUDIT_STATUS_BANDS, MERGE_TOKENS};
+pub use grove_common::modes::audit_function::STATUS_BANDS as AUDIT_STATUS_BANDS;
+pub use grove_common::modes::write_outbound_sequence::MERGE_TOKENS;
 pub use reask::{SHORTER_ANSWER, invalid_json_message, reask_message};
 pub use repair::{Repair, enum_case, safe_repairs};
 pub use review::{Review, problems, review};

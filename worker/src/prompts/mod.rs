@@ -14,9 +14,11 @@ use grove_common::requests::{CoachingRequest, Role};
 
 /// Embeds `prompts/{dir}/{id}.md` for each id of a list macro, as a table of that list's type.
 macro_rules! embedded {
-    ($table:ident $dir:literal: $($variant:ident $id:literal),* $(,)?) => {
+    ($table:ident $dir:literal: $($variant:ident $id:ident),* $(,)?) => {
         $table::new([$(
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts/", $dir, "/", $id, ".md")),
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"), "/prompts/", $dir, "/", stringify!($id), ".md"
+            )),
         )*])
     };
 }

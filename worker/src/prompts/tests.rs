@@ -28,6 +28,42 @@ fn every_coach_and_mode_has_its_own_prompt_file() {
     }
 }
 
+/// A mode is its Rust module, its prompt and its sample: a field its deliverable type has (the
+/// published schema is generated from the type) is one its prompt tells the model to write, so
+/// renaming a field in the type fails here until the prompt follows.
+#[test]
+fn every_mode_prompt_names_every_field_of_its_deliverable_type() {
+    fn fields(schema: &Value, out: &mut Vec<String>) {
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            for (k, v) in props {
+                out.push(k.clone());
+                fields(v, out);
+            }
+        }
+        if let Some(items) = schema.get("items") {
+            fields(items, out);
+        }
+    }
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    for m in CATALOG_MODES.iter() {
+        let mut names = Vec::new();
+        fields(&grove_common::modes::rules(m.id).schema(), &mut names);
+        assert!(names.len() >= 4, "{}", m.id);
+        let text = MODES[m.id];
+        for name in names {
+            let named = text.match_indices(name.as_str()).any(|(at, _)| {
+                let before = text[..at].chars().next_back().is_none_or(|c| !word(c));
+                let after = text[at + name.len()..]
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !word(c));
+                before && after
+            });
+            assert!(named, "{}: the prompt never names `{name}`", m.id);
+        }
+    }
+}
+
 #[test]
 fn system_prompt_states_caps_missing_fields_and_ceiling_for_every_coach_and_mode() {
     let request = typed(json!({"mode": "x", "messages": [{"role": "user", "content": "Help."}]}));

@@ -10,7 +10,7 @@ use crate::{
 use grove_common::{
     db::phone_marks,
     jobs::ReviewJob,
-    review::service::{self, Effects, LookUp, Report, ReportSource, ReviewEvent},
+    review_service::{self, Effects, LookUp, Report, ReportSource, ReviewEvent},
 };
 
 pub(super) async fn act(deps: &Deps, review_id: &str, first: Effects) -> Result<(), JobError> {
@@ -41,7 +41,7 @@ pub(super) async fn act(deps: &Deps, review_id: &str, first: Effects) -> Result<
         let Some(event) = next else {
             return Ok(());
         };
-        effects = service::apply(&deps.db, review_id, event, deps.clock.now()).await?;
+        effects = review_service::apply(&deps.db, review_id, event, deps.clock.now()).await?;
     }
 }
 

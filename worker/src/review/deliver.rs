@@ -6,15 +6,13 @@ use crate::{
     jobs::{Deps, JobError},
     sms::{OutgoingSms, SentSms, SmsError},
 };
+use grove_common::review_service::{MessageKind, Refusal, ReviewEvent, SendOrder};
 use grove_common::{
     db::{
         entities::review_message,
         reviews::{self, Attempt, NewMessage},
     },
-    review::{
-        message,
-        service::{MessageKind, Refusal, ReviewEvent, SendOrder},
-    },
+    review::message,
 };
 
 /// Sends the ordered message; the event to tell the service, if any (`None`: another run owns

@@ -1,6 +1,6 @@
 //! Review-request jobs: the first send, the follow-up, and the sweeper that picks up anything
 //! due that a lost job missed. Each job reads as parse → apply → act: the job names its step,
-//! the review service (`grove_common::review::service`) decides what it means for the request
+//! the review service (`grove_common::review_service`) decides what it means for the request
 //! as it stands, and `act` carries out what the service answers (send, look up, schedule,
 //! release), telling the service each outcome in turn. Every SMS is keyed by its message row,
 //! which exists before the provider is called, so a re-run never sends twice.
@@ -14,7 +14,8 @@ use crate::jobs::{Deps, JobError};
 use apalis::prelude::Data;
 use grove_common::{
     jobs::{ReviewJob, ReviewStep},
-    review::service::{self, ReviewEvent},
+    review_service,
+    review_service::ReviewEvent,
 };
 use std::sync::Arc;
 use tracing::Instrument;
@@ -32,7 +33,8 @@ pub async fn handle(deps: &Deps, job: &ReviewJob) -> Result<(), JobError> {
             ReviewStep::Send => ReviewEvent::SendDue,
             ReviewStep::FollowUp => ReviewEvent::FollowUpDue,
         };
-        let effects = service::apply(&deps.db, &job.review_id, event, deps.clock.now()).await?;
+        let effects =
+            review_service::apply(&deps.db, &job.review_id, event, deps.clock.now()).await?;
         act::act(deps, &job.review_id, effects).await?;
         if job.step == ReviewStep::Send {
             outcome::first_outcome(deps, &job.review_id).await?;

@@ -1,13 +1,14 @@
 //! The paid call's answer: the tracked request as it stands at its first outcome.
 
 use crate::jobs::{Deps, JobError};
+use grove_common::review_service;
 use grove_common::{
     db::{
         calls,
         reviews::{self, message_kind},
     },
     receipt,
-    review::{MessageStatus, ReviewStatus, message, service},
+    review::{MessageStatus, ReviewStatus, message},
 };
 
 /// Stores the paid call's result the first time the request reaches an outcome the caller can
@@ -48,7 +49,7 @@ pub(super) async fn first_outcome(deps: &Deps, review_id: &str) -> Result<(), Jo
         None => ("", "GSM-7", 1),
     };
     let failure = if req.status == ReviewStatus::Failed {
-        service::failure(&reviews::events(&deps.db, &req.id).await?)
+        review_service::failure(&reviews::events(&deps.db, &req.id).await?)
     } else {
         None
     };

@@ -4,13 +4,12 @@
 
 use crate::jobs::{Deps, JobError};
 use apalis::prelude::Data;
+use grove_common::review_service::ReviewEvent;
 use grove_common::{
     db::reviews,
     jobs::{ReviewJob, ReviewStep},
-    review::{
-        ReviewStatus,
-        service::{self, ReviewEvent},
-    },
+    review::ReviewStatus,
+    review_service,
 };
 use std::sync::Arc;
 
@@ -37,7 +36,7 @@ pub async fn sweep(deps: &Deps) -> Result<usize, JobError> {
             ReviewStatus::Sent => {
                 // 24 h at `sent` with no delivery report: treat as delivered then.
                 let event = ReviewEvent::DeliveryReportOverdue;
-                let effects = service::apply(&deps.db, &req.id, event, now).await?;
+                let effects = review_service::apply(&deps.db, &req.id, event, now).await?;
                 super::act::act(deps, &req.id, effects).await?;
                 acted += 1;
                 None

@@ -5,6 +5,7 @@
 //! in-flight jobs go back to the queue when it expires and run once more; the jobs themselves
 //! keep running on their own tasks (`jobs::detached`), so that run finds them done or leased.
 
+use backon::{BackoffBuilder, ExponentialBuilder};
 use grove_common::{
     consumers::{ConsumerHandle, FairFetch, WakeFeed},
     jobs,
@@ -21,6 +22,16 @@ const FIRST_PAUSE: Duration = Duration::from_millis(250);
 const MAX_PAUSE: Duration = Duration::from_secs(5);
 /// How long to wait for a new connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The pauses between generations of a failing consumer: `FIRST_PAUSE` doubling to `MAX_PAUSE`,
+/// for as long as the lane's `limit` allows.
+fn pauses() -> impl Iterator<Item = Duration> {
+    ExponentialBuilder::new()
+        .with_min_delay(FIRST_PAUSE)
+        .with_max_delay(MAX_PAUSE)
+        .without_max_times()
+        .build()
+}
 
 pub(super) type Backend<T> = FairFetch<apalis_redis::RedisStorage<T>>;
 
@@ -55,7 +66,7 @@ impl Lane {
             jobs::wake_channel(&self.queue),
             self.stopped.clone(),
         );
-        let mut pause = FIRST_PAUSE;
+        let mut schedule = pauses();
         let mut failing_since: Option<Instant> = None;
         let mut generation = 0u32;
         loop {
@@ -77,7 +88,7 @@ impl Lane {
             if self.health.last_heartbeat() != beats_before {
                 // It ran (registered, heartbeat) before failing: a new fault, a fresh budget.
                 failing_since = None;
-                pause = FIRST_PAUSE;
+                schedule = pauses();
             }
             let since = *failing_since.get_or_insert_with(Instant::now);
             if since.elapsed() >= self.limit {
@@ -91,13 +102,13 @@ impl Lane {
                 });
             }
             self.health.failed(&error);
+            let pause = schedule.next().unwrap_or(MAX_PAUSE);
             tracing::warn!(lane = self.kind, generation, %error, retry_in = ?pause, "queue consumer lost Redis; rebuilding it");
             let mut stopped = self.stopped.clone();
             tokio::select! {
                 _ = tokio::time::sleep(pause) => {}
                 _ = stopped.wait_for(|s| *s) => {}
             }
-            pause = (pause * 2).min(MAX_PAUSE);
         }
     }
 
@@ -177,5 +188,16 @@ return #jobs
         start(name, backend, self.stopped.clone(), self.health.clone())
             .await
             .map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pauses_double_from_a_quarter_second_and_stay_at_five_seconds() {
+        let ms: Vec<u128> = pauses().take(8).map(|d| d.as_millis()).collect();
+        assert_eq!(ms, [250, 500, 1000, 2000, 4000, 5000, 5000, 5000]);
     }
 }

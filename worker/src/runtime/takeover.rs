@@ -15,7 +15,7 @@
 
 use crate::in_flight::InFlight;
 use crate::jobs::{Deps, run_started};
-use chrono::Utc;
+use grove_common::clock;
 use grove_common::db::calls::{self, Runner, Start};
 use rand::seq::SliceRandom;
 use sea_orm::DbErr;
@@ -67,7 +67,7 @@ pub async fn pass(deps: &Arc<Deps>, seen: &mut Seen) -> Result<usize, DbErr> {
     }
     let elsewhere = running.len();
     let alive = deps.liveness.alive(&deps.db).await?;
-    let now = Utc::now();
+    let now = clock::wall();
     let mut orphans: Vec<_> = running
         .into_iter()
         .filter_map(|r| {

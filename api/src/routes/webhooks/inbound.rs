@@ -8,12 +8,11 @@ use axum::{
     http::{HeaderMap, Uri},
     response::Response,
 };
+use grove_common::review_service::InboundText;
 use grove_common::{
     db::webhook_receipts,
-    review::{
-        keywords::{Keyword, classify, reads_as_opt_out},
-        service::{self, InboundText},
-    },
+    review::keywords::{Keyword, classify, reads_as_opt_out},
+    review_service,
 };
 use sea_orm::TransactionTrait;
 
@@ -41,7 +40,7 @@ pub(in crate::routes) async fn inbound(
         return Ok(twiml());
     }
     // Nothing it answers needs acting on: a reply or an opt-out sends and schedules nothing.
-    service::inbound(&txn, from, parse(text), now).await?;
+    review_service::inbound(&txn, from, parse(text), now).await?;
     txn.commit().await?;
     Ok(twiml())
 }

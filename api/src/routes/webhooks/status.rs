@@ -8,12 +8,10 @@ use axum::{
     http::{HeaderMap, Uri},
     response::Response,
 };
+use grove_common::review_service::{self, Report, ReportSource, ReviewEvent};
 use grove_common::{
     db::{entities::review_message, reviews, webhook_receipts},
-    review::{
-        MessageStatus,
-        service::{self, Report, ReportSource, ReviewEvent},
-    },
+    review::MessageStatus,
 };
 use sea_orm::{ConnectionTrait, TransactionTrait};
 
@@ -57,7 +55,7 @@ pub(in crate::routes) async fn status_callback(
         error_code,
         source: ReportSource::Callback,
     });
-    let effects = service::apply(&txn, &msg.request_id, report, now).await?;
+    let effects = review_service::apply(&txn, &msg.request_id, report, now).await?;
     if !effects.changed {
         return Ok(twiml());
     }

@@ -3,6 +3,7 @@
 //! outcome (`Finisher`).
 
 use super::{load, status};
+use crate::clock;
 use crate::db::entities::call;
 use chrono::{DateTime, Utc};
 use sea_orm::{
@@ -74,7 +75,7 @@ pub async fn start_attempt(
     id: Uuid,
     runner: Runner,
 ) -> Result<Start, DbErr> {
-    let now = Utc::now();
+    let now = clock::wall();
     let lapsed = Condition::any()
         .add(Expr::col(lease_until()).is_null())
         .add(Expr::col(lease_until()).lt(now));
@@ -107,7 +108,7 @@ pub async fn take_over(
             from.lease_owner.clone().map(Into::into),
         ))
         .add(same(lease_process(), from.lease_process.map(Into::into)));
-    take(db, id, runner, held_by_it, Utc::now()).await
+    take(db, id, runner, held_by_it, clock::wall()).await
 }
 
 /// `settling → running` for `runner`, one more attempt: the run of a call whose settlement was
@@ -117,7 +118,7 @@ pub async fn take_over(
 /// starting it again (`jobs::Started`).
 /// Leases run on the real clock, as every lease does (`start_attempt`).
 pub fn start_settled(id: Uuid, runner: Runner) -> UpdateMany<call::Entity> {
-    starting(id, runner, Utc::now()).filter(call::Column::Status.eq(status::SETTLING))
+    starting(id, runner, clock::wall()).filter(call::Column::Status.eq(status::SETTLING))
 }
 
 /// The update that gives `runner` the lease on call `id`, for the caller to add its condition.
@@ -211,7 +212,7 @@ pub async fn running_elsewhere(
 /// Renews `owner`'s lease on a running call. False when the lease is no longer its own (it
 /// was taken over, or the call ended).
 pub async fn renew_lease(db: &DatabaseConnection, id: Uuid, owner: Uuid) -> Result<bool, DbErr> {
-    let now = Utc::now();
+    let now = clock::wall();
     let updated = call::Entity::update_many()
         .col_expr(lease_until(), Expr::value(now + LEASE))
         .filter(call::Column::Id.eq(id))
@@ -230,7 +231,7 @@ pub async fn adopt(db: &DatabaseConnection, runs: &[Uuid], process: i64) -> Resu
     if runs.is_empty() {
         return Ok(0);
     }
-    let now = Utc::now();
+    let now = crate::clock::wall();
     let updated = call::Entity::update_many()
         .col_expr(lease_process(), Expr::value(process))
         .col_expr(lease_until(), Expr::value(now + LEASE))

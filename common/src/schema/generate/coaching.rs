@@ -1,11 +1,11 @@
 //! The coaching request (spec 2.3, the same for every mode but the mode constant) and the
 //! response envelope around each mode's deliverable (spec 2.4, CONTRACT 7), from the catalog.
 
+use super::DRAFT;
 use super::node::{
     Node, arr, constant, int, list, ne, nem, non_negative, num, obj, obj_with, one_of, sm, up_to,
 };
-use super::{DRAFT, LEVER_MAX, deliverables};
-use crate::catalog::{self, Mode};
+use crate::catalog::{self, LEVER_MAX, Mode};
 use serde_json::{Value, json};
 
 pub fn request(mode: &Mode) -> Value {
@@ -102,8 +102,9 @@ pub fn response(mode: &Mode) -> Value {
     let agents: Vec<&str> = catalog::coaches_offering(mode.id)
         .map(|c| c.id.as_str())
         .collect();
-    let deliverable =
-        deliverables::of(mode.id).d(&format!("The {} deliverable; all keys required.", mode.id));
+    let deliverable = crate::modes::rules(mode.id)
+        .schema()
+        .d(&format!("The {} deliverable; all keys required.", mode.id));
     let words = format!(
         "Plain prose answer, direct, no preamble; under {} words.",
         caps.reply_word_target

@@ -1,6 +1,7 @@
-//! The published JSON Schemas (`schemas/`), generated from the catalog. The committed files are
-//! this module's output, byte for byte: regenerate them with
-//! `cargo run -p grove-common --bin gen-schemas`, and a test fails while they differ.
+//! The published JSON Schemas (`schemas/`), generated from the catalog, each deliverable from its
+//! mode's types (`crate::modes`). The committed files are this module's output, byte for byte:
+//! regenerate them with `cargo run -p grove-common --bin gen-schemas`, and a test fails while
+//! they differ.
 //!
 //! The files follow fixed rules: JSON Schema draft 2020-12; self-contained (no `$ref`, `$defs`
 //! or `$id`) so the OpenAPI document can embed them; every object closed
@@ -10,8 +11,6 @@
 
 mod action;
 mod coaching;
-mod deliverables;
-mod deliverables_contract;
 mod node;
 
 use crate::catalog::MODES;
@@ -19,10 +18,6 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 const DRAFT: &str = "https://json-schema.org/draft/2020-12/schema";
-/// `thinking.lever`, and the first ranked lever that must equal it. Here rather than in
-/// `coaching` because `deliverables` bounds its ranked levers by it too, and `coaching` imports
-/// `deliverables`.
-const LEVER_MAX: usize = 120;
 
 /// The command that rewrites the committed files.
 pub const REGENERATE: &str = "cargo run -p grove-common --bin gen-schemas";

@@ -57,11 +57,6 @@ pub fn non_negative() -> Value {
     num().set("minimum", 0)
 }
 
-/// A percentage or score, 0 to 100.
-pub fn pct(description: &str) -> Value {
-    num().d(description).set("minimum", 0).set("maximum", 100)
-}
-
 pub fn int() -> Value {
     json!({"type": "integer"})
 }
@@ -80,11 +75,6 @@ pub fn one_of<S: AsRef<str>>(values: &[S]) -> Value {
 /// Exactly `value`.
 pub fn constant(value: impl Into<Value>) -> Value {
     json!({"const": value.into()})
-}
-
-/// A string of at most `max` characters, or null.
-pub fn string_or_null(max: usize) -> Value {
-    json!({"type": ["string", "null"], "maxLength": max})
 }
 
 /// An array of `min` (omitted when 0) to `max` items.
@@ -134,14 +124,4 @@ fn closed(props: Value, required: &[String]) -> Value {
     node.insert("properties".into(), props);
     node.insert("additionalProperties".into(), false.into());
     Value::Object(node)
-}
-
-/// Where a figure comes from (CONTRACT 8).
-pub fn source() -> Value {
-    one_of(&[
-        "caller_supplied",
-        "derived_from_caller_inputs",
-        "not_provided",
-    ])
-    .d("Where the figure comes from.")
 }

@@ -198,7 +198,7 @@ mod tests {
         let query = SentQuery {
             to: "+13125550100",
             body: "Hi Dana https://g.test/r/abc",
-            since: chrono::Utc::now(),
+            since: grove_common::clock::wall(),
         };
         let listed = |to: &str, body: &str, direction: &str| Listed {
             sid: Some("SM1".into()),

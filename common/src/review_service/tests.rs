@@ -22,7 +22,7 @@ fn entry(kind: EventKind, detail: serde_json::Value) -> review_event::Model {
         request_id: "rr_x".into(),
         kind,
         detail,
-        created_at: chrono::Utc::now(),
+        created_at: crate::clock::wall(),
     }
 }
 

@@ -40,8 +40,7 @@ use std::time::Duration;
 /// reports up to 10-15), and a message still queued has no sent date yet.
 pub const NOT_SENT_AFTER: TimeDelta = TimeDelta::minutes(15);
 
-/// How often an unconfirmed send is looked up again until the answer is final.
-pub const LOOK_AGAIN_AFTER: TimeDelta = TimeDelta::seconds(30);
+pub use crate::db::reviews::LOOK_AGAIN_AFTER;
 
 /// A send the provider could not take is tried again until this long after its first try
 /// (quiet hours still apply to each try); then the request fails and says why.

@@ -13,7 +13,8 @@ use crate::{
         entities::{review_message, review_request},
         reviews::{self, rfc3339},
     },
-    review::{MessageStatus, OptOutReason, ReviewStatus},
+    review::{MessageStatus, ReviewStatus},
+    review_service::OptOutReason,
     twilio,
 };
 use chrono::{DateTime, TimeDelta, Utc};

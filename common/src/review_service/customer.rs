@@ -8,7 +8,8 @@ use super::{
 };
 use crate::{
     db::{entities::review_request, reviews},
-    review::{MessageStatus, OptOutReason, ReviewStatus},
+    review::{MessageStatus, ReviewStatus},
+    review_service::OptOutReason,
 };
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DbErr, TransactionSession, TransactionTrait};
