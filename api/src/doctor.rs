@@ -2,11 +2,7 @@
 //! `/supported` and our credentials, or our own settler's gas) and the chain `BASE_RPC_URL` reads.
 //! The model and Twilio are probed by the worker's half, in whichever process runs the jobs.
 
-use crate::x402::{
-    cdp::CdpSigner,
-    chain::{ChainReader, USDC},
-    facilitator::HttpFacilitator,
-};
+use crate::x402::{cdp::CdpSigner, chain::ChainReader, facilitator::HttpFacilitator};
 use alloy_primitives::{Address, U256};
 use alloy_signer_local::PrivateKeySigner;
 use grove_common::clock::Clock as _;
@@ -15,10 +11,6 @@ use grove_common::{
     doctor::{self, Check, bounded},
     x402::{CHAIN_ID, NETWORK_V1, NETWORK_V2},
 };
-
-/// The head block may be this old before the endpoint counts as lagging (Base makes a block every
-/// 2 s; a hosted endpoint a few blocks behind is normal, a minute behind is not).
-const HEAD_STALE_AFTER_S: u64 = 60;
 
 /// Every probe the api's own work depends on, in the order an operator would fix them.
 pub async fn checks(config: &Config) -> Vec<Check> {
@@ -202,19 +194,13 @@ async fn chain(config: &Config) -> Check {
             Ok(f) => f,
             Err(e) => return Check::fail(NAME, format!("the endpoint did not answer: {e}"), fix),
         };
-        if facts.chain_id != CHAIN_ID {
-            return Check::fail(
-                NAME,
-                format!("serves chain {}, not Base ({CHAIN_ID})", facts.chain_id),
-                fix,
-            );
-        }
-        if facts.usdc_code_len == 0 {
-            return Check::fail(NAME, format!("no contract at USDC's address {USDC}"), fix);
+        if let Some(problem) = facts.not_base() {
+            return Check::fail(NAME, problem, fix);
         }
         let now = grove_common::clock::SystemClock.wall_unix();
         let age = now.saturating_sub(facts.head_timestamp);
-        if age > HEAD_STALE_AFTER_S {
+        // The bound past which reconciliation decides nothing from this endpoint.
+        if age > config.settlement.max_head_age.as_secs() {
             return Check::fail(
                 NAME,
                 format!(

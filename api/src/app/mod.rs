@@ -12,7 +12,7 @@ use crate::{
     request_id, routes,
     state::{AppState, Inner},
     x402::{
-        chain::{ChainReader, ChainWallets, SelfSettler},
+        chain::{ChainReader, ChainWallets, Finality, SelfSettler},
         facilitator::{Facilitator, HttpFacilitator, LocalFacilitator},
         settle::{AuthorizationReader, Settler, ViaFacilitator},
     },
@@ -95,7 +95,7 @@ impl Application {
             }),
             None => Arc::new(LocalFacilitator),
         };
-        let (settler, chain) = settlement(&config, facilitator).await?;
+        let (settler, chain) = settlement(&config, facilitator, clock.clone()).await?;
         // Smart-wallet payers' signatures are checked on chain (docs/smart-wallets.md).
         let wallets = match &config.settlement.base_rpc_url {
             Some(rpc) => Some(Arc::new(ChainWallets::new(rpc)?) as _),
@@ -211,23 +211,42 @@ async fn forget_idle_clients(state: AppState, mut stopped: watch::Receiver<bool>
 async fn settlement(
     config: &Config,
     facilitator: Arc<dyn Facilitator>,
+    clock: Arc<dyn grove_common::clock::Clock>,
 ) -> Result<(Arc<dyn Settler>, Option<Arc<dyn AuthorizationReader>>), StartError> {
     let s = &config.settlement;
+    if let Some(rpc) = &s.base_rpc_url {
+        // Decisions read from this endpoint: it must be Base, with USDC on it (issue 25).
+        let facts = ChainReader::new(rpc)?.check_serves_base().await?;
+        tracing::info!(
+            chain_id = facts.chain_id,
+            head = facts.head_number,
+            "BASE_RPC_URL serves Base"
+        );
+    }
     if s.mode == SettlementMode::SelfHosted
         && let (Some(rpc), Some(key)) = (&s.base_rpc_url, &s.settler_private_key)
     {
-        let settler = Arc::new(SelfSettler::connect(rpc, key, s.timeout).await?);
+        let settler = Arc::new(
+            SelfSettler::connect(rpc, key, s.timeout)
+                .await?
+                .with_finality(Finality::of(s)),
+        );
         tracing::info!(settler = %settler.address(), "settling payments on chain ourselves");
         let reader: Arc<dyn AuthorizationReader> = settler.clone();
         return Ok((settler, Some(reader)));
     }
     let chain = match &s.base_rpc_url {
-        Some(rpc) => Some(Arc::new(ChainReader::new(rpc)?) as Arc<dyn AuthorizationReader>),
+        Some(rpc) => Some(
+            Arc::new(ChainReader::new(rpc)?.with_finality(Finality::of(s)))
+                as Arc<dyn AuthorizationReader>,
+        ),
         None => None,
     };
     let settler = Arc::new(ViaFacilitator {
         facilitator,
         local: config.settles_locally(),
+        chain: chain.clone(),
+        clock,
     });
     Ok((settler, chain))
 }

@@ -18,7 +18,7 @@ mod wallet;
 use super::facilitator::SettleRequest;
 use super::settle::{
     AuthorizationQuery, AuthorizationReader, AuthorizationState, SentTransaction, SettleOutcome,
-    Settler,
+    Settler, TransferStanding,
 };
 use alloy_network::EthereumWallet;
 use alloy_primitives::{Address, B256};
@@ -31,6 +31,7 @@ use grove_common::config::Secret;
 use std::time::Duration;
 use tokio::sync::Mutex;
 
+pub use lookup::{EXPIRY_MARGIN_S, Finality};
 pub use rpc::ChainReader;
 use rpc::Rpc;
 pub use wallet::{ChainWallets, MULTICALL3};
@@ -65,6 +66,8 @@ pub enum ChainError {
     Rpc(String),
     #[error("BASE_RPC_URL serves chain {got}, not Base ({expected})")]
     WrongChain { expected: u64, got: u64 },
+    #[error("BASE_RPC_URL {0}: point it at a Base mainnet JSON-RPC endpoint")]
+    NotBase(String),
 }
 
 /// Settles payments by sending `transferWithAuthorization` from the settler key.
@@ -111,6 +114,12 @@ impl SelfSettler {
             timeout,
             next_nonce: Mutex::new(None),
         })
+    }
+
+    /// Reads (reconciliation, reverts) at `finality` rather than the defaults.
+    pub fn with_finality(mut self, finality: Finality) -> Self {
+        self.rpc.finality = finality;
+        self
     }
 
     /// The address that sends settlements and pays their gas.
@@ -163,5 +172,12 @@ impl AuthorizationReader for SelfSettler {
         query: &AuthorizationQuery,
     ) -> Result<AuthorizationState, String> {
         self.rpc.authorization(query).await
+    }
+    async fn transfer(
+        &self,
+        transaction: &str,
+        query: &AuthorizationQuery,
+    ) -> Result<TransferStanding, String> {
+        self.rpc.transfer(transaction, query).await
     }
 }

@@ -1,8 +1,10 @@
 //! The JSON-RPC connection to Base that reads and settles, with the URL (which may carry an API
 //! key) kept out of every error, and the chain reader reconciliation uses without settling.
 
-use super::{ChainError, IUsdc, USDC};
-use crate::x402::settle::{AuthorizationQuery, AuthorizationReader, AuthorizationState};
+use super::{ChainError, IUsdc, USDC, lookup::Finality};
+use crate::x402::settle::{
+    AuthorizationQuery, AuthorizationReader, AuthorizationState, TransferStanding,
+};
 use alloy_network::TransactionBuilder;
 use alloy_primitives::{Address, B256};
 use alloy_provider::transport::TransportError;
@@ -22,6 +24,8 @@ pub(super) struct Rpc {
     pub(super) provider: RootProvider,
     /// The URL as written and as `Url` prints it, to blank out of error text.
     redact: [String; 2],
+    /// How deep decisions are read, and how fresh the head must be (`lookup`).
+    pub(super) finality: Finality,
 }
 
 impl Rpc {
@@ -36,7 +40,11 @@ impl Rpc {
         let provider = ProviderBuilder::new()
             .disable_recommended_fillers()
             .connect_reqwest(client, url);
-        Ok(Self { provider, redact })
+        Ok(Self {
+            provider,
+            redact,
+            finality: Finality::default(),
+        })
     }
 
     /// An RPC error as text safe to log and to keep.
@@ -81,6 +89,13 @@ impl ChainReader {
             rpc: Rpc::new(rpc_url)?,
         })
     }
+
+    /// Decides at `finality` rather than the defaults (`SETTLEMENT_CONFIRMATIONS`,
+    /// `BASE_RPC_MAX_HEAD_AGE_S`).
+    pub fn with_finality(mut self, finality: Finality) -> Self {
+        self.rpc.finality = finality;
+        self
+    }
 }
 
 #[async_trait]
@@ -93,5 +108,12 @@ impl AuthorizationReader for ChainReader {
         query: &AuthorizationQuery,
     ) -> Result<AuthorizationState, String> {
         self.rpc.authorization(query).await
+    }
+    async fn transfer(
+        &self,
+        transaction: &str,
+        query: &AuthorizationQuery,
+    ) -> Result<TransferStanding, String> {
+        self.rpc.transfer(transaction, query).await
     }
 }
