@@ -83,6 +83,8 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
         ("PUBLIC_BASE_URL", BASE_URL.into()),
         ("X402_PAY_TO", PAY_TO.into()),
         ("X402_FACILITATOR_URL", facilitator.url().into()),
+        // The fake's chain, read as production reads Base (`FakeFacilitator::rpc_url`).
+        ("BASE_RPC_URL", facilitator.rpc_url()),
         (
             "X402_FACILITATOR_TIMEOUT_S",
             FACILITATOR_TIMEOUT_S.to_string(),
