@@ -36,6 +36,9 @@ pub struct Options {
     pub twilio: bool,
     /// Start the clock here (quiet hours and follow-ups read it); None: now.
     pub clock_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Seconds the server's clock runs ahead of the real one (both its readings: a host whose
+    /// clock drifted).
+    pub clock_ahead_s: i64,
     pub extra_env: Vec<(String, String)>,
 }
 
@@ -48,6 +51,7 @@ impl Default for Options {
             facilitator: true,
             twilio: false,
             clock_at: None,
+            clock_ahead_s: 0,
             extra_env: vec![],
         }
     }
@@ -115,10 +119,17 @@ pub async fn spawn_paid(opts: Options) -> PaidApp {
     }
     let config = Config::from_map(&env).expect("test configuration");
     let (stop_workers, stopped) = watch::channel(false);
+    let served: Arc<dyn Clock> = match opts.clock_ahead_s {
+        0 => Arc::new(clock.clone()),
+        ahead => Arc::new(Ahead {
+            clock: clock.clone(),
+            by: chrono::TimeDelta::seconds(ahead),
+        }),
+    };
     for _ in 0..opts.redis_workers {
-        spawn_redis_worker(config.clone(), stopped.clone(), Arc::new(clock.clone())).await;
+        spawn_redis_worker(config.clone(), stopped.clone(), served.clone()).await;
     }
-    let app = crate::start_with_clock(config, Arc::new(clock.clone())).await;
+    let app = crate::start_with_clock(config, served).await;
     PaidApp {
         app,
         clock,
@@ -129,6 +140,22 @@ pub async fn spawn_paid(opts: Options) -> PaidApp {
         env,
         stop_workers,
         db,
+    }
+}
+
+/// A server clock running ahead of the real one: both its readings (`now`, which the test may
+/// still move, and `wall`).
+struct Ahead {
+    clock: ManualClock,
+    by: chrono::TimeDelta,
+}
+
+impl Clock for Ahead {
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now() + self.by
+    }
+    fn wall(&self) -> chrono::DateTime<chrono::Utc> {
+        grove_common::clock::wall() + self.by
     }
 }
 
