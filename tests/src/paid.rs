@@ -32,6 +32,9 @@ pub struct Options {
     pub deadline_s: u64,
     /// Use the HTTP facilitator client against the fake (otherwise local verification).
     pub facilitator: bool,
+    /// With the fake facilitator, read its chain through `BASE_RPC_URL` (`FakeFacilitator::
+    /// rpc_url`), as production always has a chain; `false`: no chain at all.
+    pub fake_chain: bool,
     /// Send SMS through the loopback Twilio (otherwise the outbox).
     pub twilio: bool,
     /// Start the clock here (quiet hours and follow-ups read it); None: now.
@@ -49,6 +52,7 @@ impl Default for Options {
             provider: "openai",
             deadline_s: 20,
             facilitator: true,
+            fake_chain: true,
             twilio: false,
             clock_at: None,
             clock_ahead_s: 0,
@@ -102,6 +106,9 @@ pub async fn spawn_paid(opts: Options) -> PaidApp {
     env.insert("SWEEP_INTERVAL_S".into(), "1".into());
     if opts.facilitator {
         env.insert("X402_FACILITATOR_URL".into(), facilitator.url().to_owned());
+        if opts.fake_chain {
+            env.insert("BASE_RPC_URL".into(), facilitator.rpc_url());
+        }
     }
     if opts.twilio {
         env.insert("SMS_PROVIDER".into(), "twilio".into());

@@ -34,6 +34,7 @@ async fn rig(chain: Option<&Chain>) -> PaidApp {
     spawn_paid(Options {
         deadline_s: 2,
         redis_workers: usize::from(db::backend() == "postgres"),
+        fake_chain: false,
         extra_env,
         ..Default::default()
     })

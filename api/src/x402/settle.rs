@@ -132,11 +132,13 @@ pub trait AuthorizationReader: Send + Sync {
     /// Whether the authorization paid us, was voided, or is still unused.
     async fn authorization(&self, query: &AuthorizationQuery)
     -> Result<AuthorizationState, String>;
-    /// Where the transaction that settled `query` stands now.
+    /// Where the transaction that settled `query` stands now; it was reported settled at
+    /// `reported_at` (unix s): a view whose head is older than that cannot hold it yet.
     async fn transfer(
         &self,
         transaction: &str,
         query: &AuthorizationQuery,
+        reported_at: u64,
     ) -> Result<TransferStanding, String>;
 }
 

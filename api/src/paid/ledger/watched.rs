@@ -30,18 +30,21 @@ pub async fn record_standing(
     next: DateTime<Utc>,
 ) -> Result<Watched, DbErr> {
     let was_reorged = p.status == pay_status::REORGED;
+    // `updated_at` moves only with the status or the transaction: the watch reads it as the
+    // time the transfer was reported, which a look that changes nothing must not move.
     let mut update = payment::Entity::update_many()
-        .col_expr(payment::Column::UpdatedAt, Expr::value(now))
         .filter(payment::Column::Id.eq(p.id))
         .filter(payment::Column::Status.eq(p.status.as_str()))
         .filter(payment::Column::FinalAt.is_null());
     let restore = |u: sea_orm::UpdateMany<payment::Entity>| {
         u.col_expr(payment::Column::Status, Expr::value(pay_status::SETTLED))
             .col_expr(payment::Column::Error, Expr::value(Option::<String>::None))
+            .col_expr(payment::Column::UpdatedAt, Expr::value(now))
     };
     let watched = match standing {
         TransferStanding::Final => {
             update = update
+                .col_expr(payment::Column::UpdatedAt, Expr::value(now))
                 .col_expr(payment::Column::FinalAt, Expr::value(Some(now)))
                 .col_expr(
                     payment::Column::NextCheckAt,
@@ -54,14 +57,11 @@ pub async fn record_standing(
                 Watched::Final
             }
         }
+        // A reorged transfer is restored once final (or seen under another hash), not on a
+        // view that merely cannot tell yet.
         TransferStanding::NotFinal => {
             update = update.col_expr(payment::Column::NextCheckAt, Expr::value(Some(next)));
-            if was_reorged {
-                update = restore(update);
-                Watched::Restored
-            } else {
-                Watched::Waiting
-            }
+            Watched::Waiting
         }
         TransferStanding::Moved { transaction } => {
             update = restore(update)
@@ -76,16 +76,18 @@ pub async fn record_standing(
                 Watched::Waiting
             }
         }
+        // Still gone: already surfaced once.
+        TransferStanding::Gone { .. } if was_reorged => {
+            update = update.col_expr(payment::Column::NextCheckAt, Expr::value(Some(next)));
+            Watched::Waiting
+        }
         TransferStanding::Gone { reason } => {
             update = update
+                .col_expr(payment::Column::UpdatedAt, Expr::value(now))
                 .col_expr(payment::Column::Status, Expr::value(pay_status::REORGED))
                 .col_expr(payment::Column::Error, Expr::value(Some(reason.clone())))
                 .col_expr(payment::Column::NextCheckAt, Expr::value(Some(next)));
-            if was_reorged {
-                Watched::Waiting
-            } else {
-                Watched::Reorged
-            }
+            Watched::Reorged
         }
     };
     Ok(if update.exec(db).await?.rows_affected == 1 {

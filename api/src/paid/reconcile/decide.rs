@@ -18,6 +18,19 @@ use alloy_primitives::{Address, U256};
 use grove_common::db::entities::payment;
 
 pub(super) async fn decide(state: &AppState, p: &payment::Model) -> Decision {
+    let mut doubt = None;
+    let decision = decide_with(state, p, &mut doubt).await;
+    // An operator reading the payment sees why the chain did not decide it, too.
+    match (decision, doubt) {
+        (Decision::Unknown { reason, sent }, Some(doubt)) => Decision::Unknown {
+            reason: format!("{reason}; on chain: {doubt}"),
+            sent,
+        },
+        (decision, _) => decision,
+    }
+}
+
+async fn decide_with(state: &AppState, p: &payment::Model, doubt: &mut Option<String>) -> Decision {
     let query = query_of(state, p);
     if let (Some(chain), Some(query)) = (&state.chain, &query) {
         match chain.authorization(query).await {
@@ -32,7 +45,8 @@ pub(super) async fn decide(state: &AppState, p: &payment::Model) -> Decision {
             // The endpoint lags or failed: we do not know. The re-post below may still settle it;
             // no refusal is decided from it.
             Err(e) => {
-                tracing::warn!(error = %e, payment = %p.id, "authorization unreadable on chain")
+                tracing::warn!(error = %e, payment = %p.id, "authorization unreadable on chain");
+                *doubt = Some(e);
             }
         }
     }

@@ -62,7 +62,9 @@ pub(super) async fn watch(state: &AppState, now: DateTime<Utc>) -> Result<usize,
         let (Some(transaction), Some(query)) = (&p.transaction, query_of(state, &p)) else {
             continue;
         };
-        let standing = match chain.transfer(transaction, &query).await {
+        // When it was recorded settled (or last restored): the transfer existed by then.
+        let reported_at = u64::try_from(p.updated_at.timestamp()).unwrap_or(0);
+        let standing = match chain.transfer(transaction, &query, reported_at).await {
             Ok(standing) => standing,
             Err(e) => {
                 tracing::debug!(payment = %p.id, error = %e, "reorg watch could not read the chain");

@@ -157,6 +157,7 @@ impl Rpc {
         &self,
         transaction: &str,
         q: &AuthorizationQuery,
+        reported_at: u64,
     ) -> Result<TransferStanding, String> {
         let view = self.view(q.asked_at).await?;
         let hash: TxHash = transaction
@@ -174,6 +175,11 @@ impl Rpc {
             } else {
                 TransferStanding::NotFinal
             });
+        }
+        // A view older than the report (an endpoint behind the one that reported it) proves
+        // nothing about its absence.
+        if view.head.timestamp < reported_at {
+            return Ok(TransferStanding::NotFinal);
         }
         // Not on chain under that hash: did another transaction carry our authorization?
         Ok(match self.authorization(q).await? {

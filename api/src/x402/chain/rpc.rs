@@ -122,7 +122,8 @@ impl AuthorizationReader for ChainReader {
         &self,
         transaction: &str,
         query: &AuthorizationQuery,
+        reported_at: u64,
     ) -> Result<TransferStanding, String> {
-        self.rpc.transfer(transaction, query).await
+        self.rpc.transfer(transaction, query, reported_at).await
     }
 }
