@@ -2,14 +2,17 @@
 //! `/supported` and our credentials, or our own settler's gas) and the chain `BASE_RPC_URL` reads.
 //! The model and Twilio are probed by the worker's half, in whichever process runs the jobs.
 
-use crate::x402::{cdp::CdpSigner, chain::ChainReader, facilitator::HttpFacilitator};
+use crate::x402::{
+    cdp::CdpSigner,
+    chain::{ChainReader, rpc_fix},
+    facilitator::HttpFacilitator,
+};
 use alloy_primitives::{Address, U256};
 use alloy_signer_local::PrivateKeySigner;
 use grove_common::clock::Clock as _;
 use grove_common::{
-    config::{AppEnv, Config, SettlementMode},
+    config::{AppEnv, Config, Network, SettlementMode},
     doctor::{self, Check, bounded},
-    x402::{CHAIN_ID, NETWORK_V1, NETWORK_V2},
 };
 
 /// Every probe the api's own work depends on, in the order an operator would fix them.
@@ -76,12 +79,12 @@ async fn settlement(config: &Config) -> Vec<Check> {
         }
     };
     vec![
-        supported(&facilitator).await,
+        supported(&facilitator, config.network).await,
         credentials(&facilitator).await,
     ]
 }
 
-async fn supported(facilitator: &HttpFacilitator) -> Check {
+async fn supported(facilitator: &HttpFacilitator, network: Network) -> Check {
     const NAME: &str = "facilitator";
     let fix = "check X402_FACILITATOR_URL (the facilitator's base URL, without /settle)";
     bounded(NAME, fix, async {
@@ -89,11 +92,12 @@ async fn supported(facilitator: &HttpFacilitator) -> Check {
             Ok(kinds) => kinds,
             Err(e) => return Check::fail(NAME, format!("GET /supported failed: {e}"), fix),
         };
-        let ours = kinds
-            .iter()
-            .any(|k| k.scheme == "exact" && (k.network == NETWORK_V2 || k.network == NETWORK_V1));
+        let ours = kinds.iter().any(|k| {
+            k.scheme == "exact" && (k.network == network.caip2() || k.network == network.v1_name())
+        });
+        let caip2 = network.caip2();
         if ours {
-            Check::pass(NAME, format!("lists exact on {NETWORK_V2}"))
+            Check::pass(NAME, format!("lists exact on {caip2}"))
         } else {
             let listed: Vec<String> = kinds
                 .iter()
@@ -102,10 +106,17 @@ async fn supported(facilitator: &HttpFacilitator) -> Check {
             Check::fail(
                 NAME,
                 format!(
-                    "does not settle exact on {NETWORK_V2} (lists: {})",
+                    "does not settle exact on {caip2} (lists: {})",
                     listed.join(", ")
                 ),
-                "use a facilitator for Base mainnet (e.g. CDP's) — x402.org's serves testnets only",
+                match network {
+                    Network::Base => {
+                        "use a facilitator for Base mainnet (e.g. CDP's) — x402.org's serves testnets only"
+                    }
+                    Network::BaseSepolia => {
+                        "use a facilitator for Base Sepolia (e.g. https://x402.org/facilitator), or set X402_NETWORK=base"
+                    }
+                },
             )
         }
     })
@@ -150,9 +161,12 @@ async fn settler(config: &Config) -> Check {
         );
     };
     let address: Address = signer.address();
-    let fix = format!("send ETH on Base to {address} for gas");
+    let fix = format!(
+        "send ETH on {} to {address} for gas",
+        config.network.display_name()
+    );
     bounded(NAME, &fix, async {
-        let reader = match ChainReader::new(rpc) {
+        let reader = match ChainReader::new(rpc, config.network) {
             Ok(r) => r,
             Err(e) => return Check::fail(NAME, e.to_string(), "correct BASE_RPC_URL"),
         };
@@ -175,7 +189,8 @@ async fn settler(config: &Config) -> Check {
     .await
 }
 
-/// The chain `BASE_RPC_URL` serves: Base (8453), USDC deployed, a fresh head.
+/// The chain `BASE_RPC_URL` serves: the configured network (Base, 8453; or Base Sepolia, 84532),
+/// its USDC deployed, a fresh head.
 async fn chain(config: &Config) -> Check {
     const NAME: &str = "rpc";
     let Some(rpc) = &config.settlement.base_rpc_url else {
@@ -184,9 +199,12 @@ async fn chain(config: &Config) -> Check {
             "BASE_RPC_URL unset: an unknown settlement outcome can only be re-posted, not read on chain",
         );
     };
-    let fix = "point BASE_RPC_URL at a Base mainnet JSON-RPC endpoint";
+    let network = config.network;
+    let fix = rpc_fix(network).replacen("it", "BASE_RPC_URL", 1);
+    let fix = fix.as_str();
+    let (name, chain_id) = (network.display_name(), network.chain_id());
     bounded(NAME, fix, async {
-        let reader = match ChainReader::new(rpc) {
+        let reader = match ChainReader::new(rpc, network) {
             Ok(r) => r,
             Err(e) => return Check::fail(NAME, e.to_string(), fix),
         };
@@ -194,7 +212,7 @@ async fn chain(config: &Config) -> Check {
             Ok(f) => f,
             Err(e) => return Check::fail(NAME, format!("the endpoint did not answer: {e}"), fix),
         };
-        if let Some(problem) = facts.not_base() {
+        if let Some(problem) = facts.not_on(network) {
             return Check::fail(NAME, problem, fix);
         }
         let now = grove_common::clock::SystemClock.wall_unix();
@@ -213,7 +231,7 @@ async fn chain(config: &Config) -> Check {
         Check::pass(
             NAME,
             format!(
-                "Base ({CHAIN_ID}), USDC deployed, head block {} ({age} s old)",
+                "{name} ({chain_id}), USDC deployed, head block {} ({age} s old)",
                 facts.head_number
             ),
         )

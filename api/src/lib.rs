@@ -24,7 +24,7 @@ pub use error::ApiError;
 pub use x402::cdp::CdpSigner;
 pub use x402::chain::{
     ChainError, ChainReader, ChainWallets, EXPIRY_MARGIN_S, Finality, IUsdc, MULTICALL3,
-    SelfSettler, USDC,
+    SelfSettler,
 };
 pub use x402::facilitator::{
     Facilitator, FacilitatorError, HttpFacilitator, LocalFacilitator, SettleRequest,

@@ -83,7 +83,7 @@ async fn an_endpoint_without_usdc_stops_start_up_with_one_line() {
         return;
     };
     chain
-        .rpc("anvil_setCode", json!([grove_http::USDC, "0x"]))
+        .rpc("anvil_setCode", json!([grove_tests::chain::USDC, "0x"]))
         .await;
     let error = start_error(&chain).await;
     assert!(

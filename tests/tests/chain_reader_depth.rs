@@ -4,7 +4,7 @@
 //! too old. Anvil mines only when told here; its `safe` block trails the head by
 //! `--slots-in-an-epoch` blocks.
 
-use grove_common::config::Secret;
+use grove_common::config::{Network, Secret};
 use grove_http::{AuthorizationReader, AuthorizationState, ChainReader, Finality};
 use grove_tests::chain::{Chain, payment, query_of};
 use grove_tests::x402::{PayOptions, TestWallet, now_unix};
@@ -19,7 +19,7 @@ async fn chain() -> Option<Chain> {
 }
 
 fn reader(chain: &Chain, confirmations: u64, max_head_age_s: u64) -> ChainReader {
-    ChainReader::new(&Secret::new(&chain.url))
+    ChainReader::new(&Secret::new(&chain.url), Network::Base)
         .expect("reader")
         .with_finality(Finality {
             confirmations,

@@ -93,12 +93,14 @@ impl Application {
                     config.facilitator_timeout,
                 )?,
             }),
-            None => Arc::new(LocalFacilitator),
+            None => Arc::new(LocalFacilitator {
+                network: config.network,
+            }),
         };
         let (settler, chain) = settlement(&config, facilitator, clock.clone()).await?;
         // Smart-wallet payers' signatures are checked on chain (docs/smart-wallets.md).
         let wallets = match &config.settlement.base_rpc_url {
-            Some(rpc) => Some(Arc::new(ChainWallets::new(rpc)?) as _),
+            Some(rpc) => Some(Arc::new(ChainWallets::new(rpc, config.network)?) as _),
             None => None,
         };
         let BackEnd {
@@ -215,19 +217,22 @@ async fn settlement(
 ) -> Result<(Arc<dyn Settler>, Option<Arc<dyn AuthorizationReader>>), StartError> {
     let s = &config.settlement;
     if let Some(rpc) = &s.base_rpc_url {
-        // Decisions read from this endpoint: it must be Base, with USDC on it (issue 25).
-        let facts = ChainReader::new(rpc)?.check_serves_base().await?;
+        // Decisions read from this endpoint: it must be our network, with USDC on it (issue 25).
+        let facts = ChainReader::new(rpc, config.network)?
+            .check_serves_network()
+            .await?;
         tracing::info!(
             chain_id = facts.chain_id,
             head = facts.head_number,
-            "BASE_RPC_URL serves Base"
+            network = config.network.display_name(),
+            "BASE_RPC_URL serves the configured network"
         );
     }
     if s.mode == SettlementMode::SelfHosted
         && let (Some(rpc), Some(key)) = (&s.base_rpc_url, &s.settler_private_key)
     {
         let settler = Arc::new(
-            SelfSettler::connect(rpc, key, s.timeout)
+            SelfSettler::connect(rpc, key, s.timeout, config.network)
                 .await?
                 .with_finality(Finality::of(s)),
         );
@@ -236,15 +241,15 @@ async fn settlement(
         return Ok((settler, Some(reader)));
     }
     let chain = match &s.base_rpc_url {
-        Some(rpc) => Some(
-            Arc::new(ChainReader::new(rpc)?.with_finality(Finality::of(s)))
-                as Arc<dyn AuthorizationReader>,
-        ),
+        Some(rpc) => Some(Arc::new(
+            ChainReader::new(rpc, config.network)?.with_finality(Finality::of(s)),
+        ) as Arc<dyn AuthorizationReader>),
         None => None,
     };
     let settler = Arc::new(ViaFacilitator {
         facilitator,
         local: config.settles_locally(),
+        network: config.network,
         chain: chain.clone(),
         clock,
     });

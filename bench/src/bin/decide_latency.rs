@@ -9,7 +9,7 @@
 //!   lag: the chain's time past `validBefore` + 12 s at the `safe` block;
 //! - the same two through an endpoint 15 blocks (30 s) behind (`grove_tests::lagging_rpc`).
 
-use grove_common::config::Secret;
+use grove_common::config::{Network, Secret};
 use grove_http::{AuthorizationReader, AuthorizationState, ChainReader, Finality};
 use grove_tests::{
     chain::{Chain, payment, query_of},
@@ -58,7 +58,7 @@ async fn measure(safe_lag: u64, confirmations: u64, rpc_lag: u64) -> Vec<Row> {
         .await
         .expect("a local chain: run scripts/anvil first");
     let proxy = LaggingRpc::start(&chain.url, rpc_lag).await;
-    let reader = ChainReader::new(&Secret::new(&proxy.url))
+    let reader = ChainReader::new(&Secret::new(&proxy.url), Network::Base)
         .expect("reader")
         .with_finality(Finality {
             confirmations,

@@ -14,7 +14,7 @@
 //!   `validBefore` plus a margin: the chain's clock, never ours;
 //! - nothing at all from an RPC whose head is older than `BASE_RPC_MAX_HEAD_AGE_S`.
 
-use super::{IUsdc, Rpc, USDC};
+use super::{IUsdc, Rpc};
 use crate::x402::settle::{AuthorizationQuery, AuthorizationState, TransferStanding};
 use alloy_network::TransactionBuilder;
 use alloy_primitives::{Address, B256, TxHash};
@@ -208,7 +208,7 @@ impl Rpc {
     ) -> Result<bool, String> {
         let call = IUsdc::authorizationStateCall { authorizer, nonce };
         let tx = TransactionRequest::default()
-            .with_to(USDC)
+            .with_to(self.usdc())
             .with_input(call.abi_encode());
         let out = self
             .provider
@@ -253,7 +253,7 @@ impl Rpc {
         let next = log.log_index.map(|i| i + 1);
         let paid_us = receipt.logs().iter().any(|l| {
             l.log_index == next
-                && l.address() == USDC
+                && l.address() == self.usdc()
                 && IUsdc::Transfer::decode_log(&l.inner)
                     .is_ok_and(|t| t.from == q.authorizer && t.to == q.to && t.value == q.value)
         });
@@ -276,7 +276,7 @@ impl Rpc {
         mut to: u64,
     ) -> Result<Option<Log>, String> {
         let filter = Filter::new()
-            .address(USDC)
+            .address(self.usdc())
             .event_signature(vec![
                 IUsdc::AuthorizationUsed::SIGNATURE_HASH,
                 IUsdc::AuthorizationCanceled::SIGNATURE_HASH,

@@ -15,6 +15,7 @@ use crate::x402::facilitator::{Facilitator, FacilitatorError, SettleRequest, Set
 use alloy_primitives::{Address, U256};
 use async_trait::async_trait;
 use grove_common::clock::Clock;
+use grove_common::config::Network;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -117,6 +118,8 @@ fn is_tx_hash(s: &str) -> bool {
 pub struct ViaFacilitator {
     pub facilitator: Arc<dyn Facilitator>,
     pub local: bool,
+    /// The configured network: a settlement on any other is not ours.
+    pub network: Network,
     /// Reads the chain when the facilitator answers "nonce already used" (`BASE_RPC_URL`).
     pub chain: Option<Arc<dyn AuthorizationReader>>,
     /// Our wall clock, only to judge how fresh the RPC's head is.
@@ -155,7 +158,7 @@ impl ViaFacilitator {
                 transaction: String::new(),
                 local: true,
             },
-            other => classify(other, &expect_of(request)),
+            other => classify(other, &expect_of(request, self.network)),
         }
     }
 
@@ -211,11 +214,11 @@ fn query_of(request: &SettleRequest, since: u64, asked_at: u64) -> Option<Author
     })
 }
 
-fn expect_of(request: &SettleRequest) -> Expect<'static> {
+fn expect_of(request: &SettleRequest, network: Network) -> Expect<'static> {
     let network = if request.x402_version == 1 {
-        grove_common::x402::NETWORK_V1
+        network.v1_name()
     } else {
-        grove_common::x402::NETWORK_V2
+        network.caip2()
     };
     let payer = request
         .payment_payload
