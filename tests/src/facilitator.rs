@@ -72,6 +72,8 @@ struct Inner {
     rpc_lag_s: std::sync::atomic::AtomicU64,
     /// The JSON-RPC endpoint answers 503 to everything.
     rpc_down: std::sync::atomic::AtomicBool,
+    /// The chain the JSON-RPC endpoint serves (`None`: Base mainnet).
+    network: Mutex<Option<grove_common::config::Network>>,
     transfers: AtomicUsize,
     expected_auth: Mutex<Option<String>>,
     expected_cdp: Mutex<Option<CdpCheck>>,
@@ -171,6 +173,11 @@ impl FakeFacilitator {
     /// transfer younger than that is not in it yet (a hosted endpoint behind the chain).
     pub fn lag_rpc(&self, secs: u64) {
         self.inner.rpc_lag_s.store(secs, Ordering::SeqCst);
+    }
+
+    /// Serves `network`'s chain id and USDC address over JSON-RPC (`X402_NETWORK`).
+    pub fn serve_network(&self, network: grove_common::config::Network) {
+        write(&self.inner.network, |n| *n = Some(network));
     }
 
     /// From now on the JSON-RPC endpoint answers 503 (`false`: serves again).

@@ -125,6 +125,7 @@ pub async fn spawn_paid(opts: Options) -> PaidApp {
         env.insert(k.clone(), v.clone());
     }
     let config = Config::from_map(&env).expect("test configuration");
+    facilitator.serve_network(config.network);
     let (stop_workers, stopped) = watch::channel(false);
     let served: Arc<dyn Clock> = match opts.clock_ahead_s {
         0 => Arc::new(clock.clone()),
