@@ -2,7 +2,11 @@
 //! `/supported` and our credentials, or our own settler's gas) and the chain `BASE_RPC_URL` reads.
 //! The model and Twilio are probed by the worker's half, in whichever process runs the jobs.
 
-use crate::x402::{cdp::CdpSigner, chain::ChainReader, facilitator::HttpFacilitator};
+use crate::x402::{
+    cdp::CdpSigner,
+    chain::{ChainReader, rpc_fix},
+    facilitator::HttpFacilitator,
+};
 use alloy_primitives::{Address, U256};
 use alloy_signer_local::PrivateKeySigner;
 use grove_common::clock::Clock as _;
@@ -10,10 +14,6 @@ use grove_common::{
     config::{AppEnv, Config, Network, SettlementMode},
     doctor::{self, Check, bounded},
 };
-
-/// The head block may be this old before the endpoint counts as lagging (Base makes a block every
-/// 2 s; a hosted endpoint a few blocks behind is normal, a minute behind is not).
-const HEAD_STALE_AFTER_S: u64 = 60;
 
 /// Every probe the api's own work depends on, in the order an operator would fix them.
 pub async fn checks(config: &Config) -> Vec<Check> {
@@ -200,11 +200,9 @@ async fn chain(config: &Config) -> Check {
         );
     };
     let network = config.network;
-    let fix = match network {
-        Network::Base => "point BASE_RPC_URL at a Base mainnet JSON-RPC endpoint",
-        Network::BaseSepolia => "point BASE_RPC_URL at a Base Sepolia JSON-RPC endpoint",
-    };
-    let (name, chain_id, usdc) = (network.display_name(), network.chain_id(), network.usdc());
+    let fix = rpc_fix(network).replacen("it", "BASE_RPC_URL", 1);
+    let fix = fix.as_str();
+    let (name, chain_id) = (network.display_name(), network.chain_id());
     bounded(NAME, fix, async {
         let reader = match ChainReader::new(rpc, network) {
             Ok(r) => r,
@@ -214,19 +212,13 @@ async fn chain(config: &Config) -> Check {
             Ok(f) => f,
             Err(e) => return Check::fail(NAME, format!("the endpoint did not answer: {e}"), fix),
         };
-        if facts.chain_id != chain_id {
-            return Check::fail(
-                NAME,
-                format!("serves chain {}, not {name} ({chain_id})", facts.chain_id),
-                fix,
-            );
-        }
-        if facts.usdc_code_len == 0 {
-            return Check::fail(NAME, format!("no contract at USDC's address {usdc}"), fix);
+        if let Some(problem) = facts.not_on(network) {
+            return Check::fail(NAME, problem, fix);
         }
         let now = grove_common::clock::SystemClock.wall_unix();
         let age = now.saturating_sub(facts.head_timestamp);
-        if age > HEAD_STALE_AFTER_S {
+        // The bound past which reconciliation decides nothing from this endpoint.
+        if age > config.settlement.max_head_age.as_secs() {
             return Check::fail(
                 NAME,
                 format!(

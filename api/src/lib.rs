@@ -22,7 +22,10 @@ mod x402;
 pub use app::{Application, BackEnd, Foundation, StartError};
 pub use error::ApiError;
 pub use x402::cdp::CdpSigner;
-pub use x402::chain::{ChainError, ChainReader, ChainWallets, IUsdc, MULTICALL3, SelfSettler};
+pub use x402::chain::{
+    ChainError, ChainReader, ChainWallets, EXPIRY_MARGIN_S, Finality, IUsdc, MULTICALL3,
+    SelfSettler,
+};
 pub use x402::facilitator::{
     Facilitator, FacilitatorError, HttpFacilitator, LocalFacilitator, SettleRequest,
     SettleResponse, requirements_for,
@@ -32,7 +35,7 @@ pub use x402::payment::{Expected, VerifiedPayment, verify, verify_payload};
 pub use x402::rejection::PaymentRejection;
 pub use x402::settle::{
     AuthorizationQuery, AuthorizationReader, AuthorizationState, SentTransaction, SettleOutcome,
-    Settler,
+    Settler, TransferStanding,
 };
 pub use x402::signature::{Deployment, ERC6492_SUFFIX, WalletSignature};
 pub use x402::smart_wallet::{WalletAnswer, WalletCheckError, WalletVerifier};

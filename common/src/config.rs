@@ -205,7 +205,7 @@ impl Config {
         let cdp = cdp::read(&var)?;
         let facilitator_url =
             facilitator_url.or_else(|| cdp.as_ref().map(|_| CDP_FACILITATOR_URL.to_owned()));
-        let settlement = settlement::read(&var, app_env)?;
+        let settlement = settlement::read(&var)?;
         let llm = llm::read(&var)?;
         let sms_provider = match var("SMS_PROVIDER").as_deref() {
             None | Some("outbox") => SmsProviderKind::Outbox,
@@ -334,7 +334,7 @@ impl Config {
                 "the SMS outbox (nothing is sent): set SMS_PROVIDER=twilio",
             ));
         }
-        Ok(())
+        self.settlement.refuse_without_a_chain()
     }
 
     /// The name of the free-sandbox header: `x-{service}-sandbox` (CONTRACT 1).

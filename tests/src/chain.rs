@@ -141,6 +141,13 @@ impl Chain {
                 "0",
             ])
             .args(args)
+            // Unless a test sets its own depth, the `safe` block is the head: a transfer is final
+            // once mined, for the tests about other things. Tests of finality pass a depth.
+            .args(if args.contains(&"--slots-in-an-epoch") {
+                &[][..]
+            } else {
+                &["--slots-in-an-epoch", "0"][..]
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -337,6 +344,25 @@ impl Chain {
         receipt
     }
 
+    /// The timestamp (unix s) of the block that mined `hash`.
+    pub async fn mined_at(&self, hash: &str) -> u64 {
+        let receipt = self.receipt(hash).await;
+        let block = self
+            .rpc(
+                "eth_getBlockByNumber",
+                json!([receipt["blockNumber"], false]),
+            )
+            .await;
+        u64::from_str_radix(
+            block["timestamp"]
+                .as_str()
+                .expect("hex")
+                .trim_start_matches("0x"),
+            16,
+        )
+        .expect("hex")
+    }
+
     /// How many transactions `who` has had mined.
     pub async fn nonce(&self, who: Address) -> u64 {
         let n = self
@@ -405,4 +431,23 @@ pub fn authorization_of(request: &SettleRequest) -> (Address, B256) {
     let from = auth["from"].as_str().and_then(|s| s.parse().ok());
     let nonce = auth["nonce"].as_str().and_then(|s| s.parse().ok());
     (from.expect("from"), nonce.expect("nonce"))
+}
+
+/// The chain question of a settle request, asked now, for uses since `since` (unix s).
+pub fn query_of(request: &SettleRequest, since: u64) -> grove_http::AuthorizationQuery {
+    let auth = &request.payment_payload["payload"]["authorization"];
+    let uint = |k: &str| U256::from_str_radix(auth[k].as_str().expect(k), 10).expect(k);
+    let (authorizer, nonce) = authorization_of(request);
+    grove_http::AuthorizationQuery {
+        authorizer,
+        nonce,
+        to: auth["to"]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .expect("to"),
+        value: uint("value"),
+        since,
+        valid_before: uint("validBefore").to::<u64>(),
+        asked_at: crate::x402::now_unix(),
+    }
 }

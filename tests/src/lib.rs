@@ -6,6 +6,7 @@ pub mod cdp;
 pub mod chain;
 pub mod db;
 pub mod facilitator;
+pub mod lagging_rpc;
 pub mod llm;
 pub mod mcp;
 pub mod paid;
@@ -257,8 +258,14 @@ pub fn compile(schema: &Value) -> jsonschema::Validator {
 
 /// Polls `cond` until it holds. The 20 s bound turns a hang into a failure; it is not a timing
 /// assertion.
-pub async fn wait_until(what: &str, mut cond: impl AsyncFnMut() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+pub async fn wait_until(what: &str, cond: impl AsyncFnMut() -> bool) {
+    wait_until_within(what, 20, cond).await;
+}
+
+/// `wait_until` with another bound, for conditions that follow the chain's own time (a block
+/// past an authorization's `validBefore`).
+pub async fn wait_until_within(what: &str, secs: u64, mut cond: impl AsyncFnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     while !cond().await {
         assert!(
             std::time::Instant::now() < deadline,

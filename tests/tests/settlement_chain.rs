@@ -264,14 +264,7 @@ async fn with_mining_stopped_the_outcome_is_unknown_and_the_authorization_is_use
 }
 
 fn query(request: &SettleRequest) -> AuthorizationQuery {
-    let (authorizer, nonce) = authorization_of(request);
-    AuthorizationQuery {
-        authorizer,
-        nonce,
-        to: pay_to(),
-        value: U256::from(PRICE),
-        since: 0,
-    }
+    grove_tests::chain::query_of(request, 0)
 }
 
 #[tokio::test]

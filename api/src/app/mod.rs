@@ -12,7 +12,7 @@ use crate::{
     request_id, routes,
     state::{AppState, Inner},
     x402::{
-        chain::{ChainReader, ChainWallets, SelfSettler},
+        chain::{ChainReader, ChainWallets, Finality, SelfSettler},
         facilitator::{Facilitator, HttpFacilitator, LocalFacilitator},
         settle::{AuthorizationReader, Settler, ViaFacilitator},
     },
@@ -97,7 +97,7 @@ impl Application {
                 network: config.network,
             }),
         };
-        let (settler, chain) = settlement(&config, facilitator).await?;
+        let (settler, chain) = settlement(&config, facilitator, clock.clone()).await?;
         // Smart-wallet payers' signatures are checked on chain (docs/smart-wallets.md).
         let wallets = match &config.settlement.base_rpc_url {
             Some(rpc) => Some(Arc::new(ChainWallets::new(rpc, config.network)?) as _),
@@ -213,26 +213,45 @@ async fn forget_idle_clients(state: AppState, mut stopped: watch::Receiver<bool>
 async fn settlement(
     config: &Config,
     facilitator: Arc<dyn Facilitator>,
+    clock: Arc<dyn grove_common::clock::Clock>,
 ) -> Result<(Arc<dyn Settler>, Option<Arc<dyn AuthorizationReader>>), StartError> {
     let s = &config.settlement;
+    if let Some(rpc) = &s.base_rpc_url {
+        // Decisions read from this endpoint: it must be our network, with USDC on it (issue 25).
+        let facts = ChainReader::new(rpc, config.network)?
+            .check_serves_network()
+            .await?;
+        tracing::info!(
+            chain_id = facts.chain_id,
+            head = facts.head_number,
+            network = config.network.display_name(),
+            "BASE_RPC_URL serves the configured network"
+        );
+    }
     if s.mode == SettlementMode::SelfHosted
         && let (Some(rpc), Some(key)) = (&s.base_rpc_url, &s.settler_private_key)
     {
-        let settler = Arc::new(SelfSettler::connect(rpc, key, s.timeout, config.network).await?);
+        let settler = Arc::new(
+            SelfSettler::connect(rpc, key, s.timeout, config.network)
+                .await?
+                .with_finality(Finality::of(s)),
+        );
         tracing::info!(settler = %settler.address(), "settling payments on chain ourselves");
         let reader: Arc<dyn AuthorizationReader> = settler.clone();
         return Ok((settler, Some(reader)));
     }
     let chain = match &s.base_rpc_url {
-        Some(rpc) => {
-            Some(Arc::new(ChainReader::new(rpc, config.network)?) as Arc<dyn AuthorizationReader>)
-        }
+        Some(rpc) => Some(Arc::new(
+            ChainReader::new(rpc, config.network)?.with_finality(Finality::of(s)),
+        ) as Arc<dyn AuthorizationReader>),
         None => None,
     };
     let settler = Arc::new(ViaFacilitator {
         facilitator,
         local: config.settles_locally(),
         network: config.network,
+        chain: chain.clone(),
+        clock,
     });
     Ok((settler, chain))
 }

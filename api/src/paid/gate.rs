@@ -229,6 +229,11 @@ async fn settle_and_wait(
     let mut transaction = None;
     let mut pushed = false;
     match &outcome {
+        // Decided by another writer first (reconciliation took a stale reservation): this
+        // refusal moved nothing, so it gives nothing back; the call's own outcome is awaited.
+        SettleOutcome::Refused { reason } if !moved => {
+            tracing::warn!(call_id = %call.id, %reason, "settlement refused after the call was decided elsewhere");
+        }
         SettleOutcome::Refused { reason } => {
             if outcome.is_operator_fault() {
                 tracing::error!(call_id = %call.id, %reason,

@@ -8,6 +8,7 @@
 
 mod authorization;
 mod facts;
+pub(crate) use facts::rpc_fix;
 mod follow;
 mod lookup;
 mod rpc;
@@ -18,7 +19,7 @@ mod wallet;
 use super::facilitator::SettleRequest;
 use super::settle::{
     AuthorizationQuery, AuthorizationReader, AuthorizationState, SentTransaction, SettleOutcome,
-    Settler,
+    Settler, TransferStanding,
 };
 use alloy_network::EthereumWallet;
 use alloy_primitives::{Address, B256};
@@ -31,6 +32,7 @@ use grove_common::config::{Network, Secret};
 use std::time::Duration;
 use tokio::sync::Mutex;
 
+pub use lookup::{EXPIRY_MARGIN_S, Finality};
 pub use rpc::ChainReader;
 use rpc::Rpc;
 pub use wallet::{ChainWallets, MULTICALL3};
@@ -62,6 +64,9 @@ pub enum ChainError {
     Rpc(String),
     #[error("BASE_RPC_URL serves chain {got}, not {} ({})", .expected.display_name(), .expected.chain_id())]
     WrongChain { expected: Network, got: u64 },
+    /// The problem and its fix, one line (`facts::ChainFacts::not_on`, `facts::rpc_fix`).
+    #[error("BASE_RPC_URL {0}")]
+    NotOurChain(String),
 }
 
 /// Settles payments by sending `transferWithAuthorization` from the settler key.
@@ -109,6 +114,12 @@ impl SelfSettler {
             timeout,
             next_nonce: Mutex::new(None),
         })
+    }
+
+    /// Reads (reconciliation, reverts) at `finality` rather than the defaults.
+    pub fn with_finality(mut self, finality: Finality) -> Self {
+        self.rpc.finality = finality;
+        self
     }
 
     /// The address that sends settlements and pays their gas.
@@ -161,5 +172,13 @@ impl AuthorizationReader for SelfSettler {
         query: &AuthorizationQuery,
     ) -> Result<AuthorizationState, String> {
         self.rpc.authorization(query).await
+    }
+    async fn transfer(
+        &self,
+        transaction: &str,
+        query: &AuthorizationQuery,
+        reported_at: u64,
+    ) -> Result<TransferStanding, String> {
+        self.rpc.transfer(transaction, query, reported_at).await
     }
 }

@@ -59,6 +59,7 @@ fn production_refuses_a_plain_http_facilitator() {
             ("TWILIO_ACCOUNT_SID", "AC1"),
             ("TWILIO_AUTH_TOKEN", "t"),
             ("TWILIO_FROM", "+15550100"),
+            ("BASE_RPC_URL", "https://rpc.example"),
         ])
     };
     let want = "X402_FACILITATOR_URL: must be https:// with APP_ENV=production";

@@ -112,14 +112,17 @@ impl Authorization {
         Ok(auth)
     }
 
-    /// The chain question "did this authorization pay us?", for uses since `since` (unix s).
-    pub fn query(&self, since: u64) -> AuthorizationQuery {
+    /// The chain question "did this authorization pay us?", for uses since `since` (unix s),
+    /// asked at `asked_at` (our wall clock, unix s).
+    pub fn query(&self, since: u64, asked_at: u64) -> AuthorizationQuery {
         AuthorizationQuery {
             authorizer: self.from,
             nonce: self.nonce,
             to: self.to,
             value: self.value,
             since,
+            valid_before: u64::try_from(self.valid_before).unwrap_or(u64::MAX),
+            asked_at,
         }
     }
 

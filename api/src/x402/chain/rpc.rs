@@ -1,8 +1,10 @@
 //! The JSON-RPC connection to Base that reads and settles, with the URL (which may carry an API
 //! key) kept out of every error, and the chain reader reconciliation uses without settling.
 
-use super::{ChainError, IUsdc};
-use crate::x402::settle::{AuthorizationQuery, AuthorizationReader, AuthorizationState};
+use super::{ChainError, IUsdc, lookup::Finality};
+use crate::x402::settle::{
+    AuthorizationQuery, AuthorizationReader, AuthorizationState, TransferStanding,
+};
 use alloy_network::TransactionBuilder;
 use alloy_primitives::{Address, B256};
 use alloy_provider::transport::TransportError;
@@ -25,6 +27,8 @@ pub(super) struct Rpc {
     pub(super) network: Network,
     /// The URL as written and as `Url` prints it, to blank out of error text.
     redact: [String; 2],
+    /// How deep decisions are read, and how fresh the head must be (`lookup`).
+    pub(super) finality: Finality,
 }
 
 impl Rpc {
@@ -43,6 +47,7 @@ impl Rpc {
             provider,
             network,
             redact,
+            finality: Finality::default(),
         })
     }
 
@@ -93,6 +98,13 @@ impl ChainReader {
             rpc: Rpc::new(rpc_url, network)?,
         })
     }
+
+    /// Decides at `finality` rather than the defaults (`SETTLEMENT_CONFIRMATIONS`,
+    /// `BASE_RPC_MAX_HEAD_AGE_S`).
+    pub fn with_finality(mut self, finality: Finality) -> Self {
+        self.rpc.finality = finality;
+        self
+    }
 }
 
 #[async_trait]
@@ -105,5 +117,13 @@ impl AuthorizationReader for ChainReader {
         query: &AuthorizationQuery,
     ) -> Result<AuthorizationState, String> {
         self.rpc.authorization(query).await
+    }
+    async fn transfer(
+        &self,
+        transaction: &str,
+        query: &AuthorizationQuery,
+        reported_at: u64,
+    ) -> Result<TransferStanding, String> {
+        self.rpc.transfer(transaction, query, reported_at).await
     }
 }
