@@ -23,9 +23,13 @@ fn pay_to() -> Address {
 }
 
 async fn settler(chain: &Chain, timeout: Duration) -> SelfSettler {
-    SelfSettler::connect(&Secret::new(&chain.url), &Secret::new(SETTLER_KEY), timeout)
-        .await
-        .expect("the settler connects to anvil")
+    SelfSettler::connect(
+        &Secret::new(&chain.url),
+        &Secret::new(SETTLER_KEY),
+        grove_tests::chain::settler_options(timeout),
+    )
+    .await
+    .expect("the settler connects to anvil")
 }
 
 fn settled_hash(outcome: &SettleOutcome) -> String {

@@ -12,7 +12,7 @@ use crate::{
     request_id, routes,
     state::{AppState, Inner},
     x402::{
-        chain::{ChainReader, ChainWallets, SelfSettler},
+        chain::{ChainReader, ChainWallets, SelfSettler, SettlerOptions},
         facilitator::{Facilitator, HttpFacilitator, LocalFacilitator},
         settle::{AuthorizationReader, Settler, ViaFacilitator},
     },
@@ -95,7 +95,7 @@ impl Application {
             }),
             None => Arc::new(LocalFacilitator),
         };
-        let (settler, chain) = settlement(&config, facilitator).await?;
+        let (settler, chain) = settlement(&config, facilitator, &db).await?;
         // Smart-wallet payers' signatures are checked on chain (docs/smart-wallets.md).
         let wallets = match &config.settlement.base_rpc_url {
             Some(rpc) => Some(Arc::new(ChainWallets::new(rpc)?) as _),
@@ -211,12 +211,18 @@ async fn forget_idle_clients(state: AppState, mut stopped: watch::Receiver<bool>
 async fn settlement(
     config: &Config,
     facilitator: Arc<dyn Facilitator>,
+    db: &sea_orm::DatabaseConnection,
 ) -> Result<(Arc<dyn Settler>, Option<Arc<dyn AuthorizationReader>>), StartError> {
     let s = &config.settlement;
     if s.mode == SettlementMode::SelfHosted
         && let (Some(rpc), Some(key)) = (&s.base_rpc_url, &s.settler_private_key)
     {
-        let settler = Arc::new(SelfSettler::connect(rpc, key, s.timeout).await?);
+        let mut settler = SelfSettler::connect(rpc, key, SettlerOptions::from(s)).await?;
+        // Replicas on PostgreSQL share the settler key's nonce counter (docs/settlement.md).
+        if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+            settler = settler.with_nonces(Arc::new(crate::paid::SharedNonces::new(db.clone())));
+        }
+        let settler = Arc::new(settler);
         tracing::info!(settler = %settler.address(), "settling payments on chain ourselves");
         let reader: Arc<dyn AuthorizationReader> = settler.clone();
         return Ok((settler, Some(reader)));

@@ -5,9 +5,11 @@
 mod claim;
 mod claim_pg;
 mod outcome;
+mod settler_nonce;
 
 pub use claim::claim;
 pub use outcome::{Recorded, record_outcome, record_outcome_starting};
+pub use settler_nonce::SharedNonces;
 
 use chrono::{DateTime, Utc};
 use grove_common::db::{
