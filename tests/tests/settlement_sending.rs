@@ -24,6 +24,11 @@ const PRICE: u64 = 180_000;
 const GWEI: u128 = 1_000_000_000;
 
 async fn rig(chain: &Chain, extra: &[(&str, &str)]) -> PaidApp {
+    rig_with_deadline(chain, 40, extra).await
+}
+
+/// With `CALL_DEADLINE_S=deadline_s`: how long a request waits for an unknown outcome.
+async fn rig_with_deadline(chain: &Chain, deadline_s: u64, extra: &[(&str, &str)]) -> PaidApp {
     let mut extra_env = vec![
         ("X402_SETTLEMENT".into(), "self".into()),
         ("BASE_RPC_URL".into(), chain.url.clone()),
@@ -33,7 +38,7 @@ async fn rig(chain: &Chain, extra: &[(&str, &str)]) -> PaidApp {
     extra_env.extend(extra.iter().map(|(k, v)| ((*k).into(), (*v).into())));
     let rig = spawn_paid(Options {
         facilitator: false,
-        deadline_s: 40,
+        deadline_s,
         extra_env,
         ..Default::default()
     })
@@ -284,5 +289,85 @@ async fn delivery_waits_until_the_transfer_is_the_configured_depth() {
         "mined in {mined_in}, delivered at head {head}"
     );
     assert_eq!(chain.balance(pay_to()).await, U256::from(PRICE));
+    assert_eq!(rig.llm.received(), 1);
+}
+
+#[tokio::test]
+async fn reconciliation_replaces_a_stuck_transaction_and_follows_every_version() {
+    let Some(chain) = Chain::start().await else {
+        return;
+    };
+    // The settlement gives up after 1 s, the request after 3 s (504); reconciliation carries on.
+    let rig = rig_with_deadline(
+        &chain,
+        3,
+        &[
+            ("SETTLER_MAX_FEE_GWEI", "50"),
+            ("SETTLER_REPLACE_AFTER_S", "1"),
+            ("X402_SETTLE_TIMEOUT_S", "1"),
+        ],
+    )
+    .await;
+    let sent_before = chain.nonce(settler()).await;
+    chain.rpc("evm_setAutomine", json!([false])).await;
+    // Fees rise past anything the first version offers, before it is sent.
+    let risen = 5 * GWEI;
+    let body = caller_body("diagnose_growth");
+    let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
+    let (paid, ()) = tokio::join!(rig.send_paid(PATH, &body, &payment, Some("k")), async {
+        wait_until("the first version in the pool", async || {
+            pending_fee(&chain).await.is_some()
+        })
+        .await;
+        chain
+            .rpc(
+                "anvil_setNextBlockBaseFeePerGas",
+                json!([format!("{risen:#x}")]),
+            )
+            .await;
+    });
+    assert_eq!(paid.status(), 504, "unknown, never a 402");
+    let answer: Value = paid.json().await.expect("json");
+    let receipt_url = answer["error"]["receipt"]["url"]
+        .as_str()
+        .expect("receipt")
+        .to_owned();
+    let db = grove_common::db::connect_url(&rig.db.url)
+        .await
+        .expect("database");
+    let versions = async || {
+        let rows = payment::Entity::find().all(&db).await.expect("payments");
+        rows[0]
+            .sent_tx_raw
+            .as_deref()
+            .map_or(0, |raw| raw.split(',').count())
+    };
+    wait_until(
+        "reconciliation replaces the stuck transaction",
+        async || pending_fee(&chain).await.is_some_and(|fee| fee > risen) && versions().await >= 2,
+    )
+    .await;
+    assert_eq!(rig.llm.received(), 0, "no work before the money moved");
+
+    chain.rpc("evm_setAutomine", json!([true])).await;
+    chain.rpc("evm_mine", json!([])).await;
+    wait_until("reconciliation settles and the work runs", async || {
+        rig.app.get_json(&receipt_url).await["status"] == "completed"
+    })
+    .await;
+    assert_eq!(
+        chain.nonce(settler()).await,
+        sent_before + 1,
+        "one transaction mined"
+    );
+    assert_eq!(chain.authorizations_used(rig.wallet.address()).await, 1);
+    assert_eq!(
+        chain.balance(pay_to()).await,
+        U256::from(PRICE),
+        "one transfer"
+    );
+    assert_eq!(rig.llm.received(), 1, "one model call");
+    let r = rig.send_paid(PATH, &body, &payment, Some("k")).await;
+    assert_eq!(r.status(), 200, "the result delivered");
     assert_eq!(rig.llm.received(), 1);
 }

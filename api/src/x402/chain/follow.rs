@@ -117,9 +117,11 @@ impl SelfSettler {
             Look::NotMined => {}
         }
         let latest = versions.latest().clone();
-        match self.rpc.provider.send_raw_transaction(&latest.raw).await {
-            Ok(_) => {}
-            Err(RpcError::ErrorResp(p)) if node_answer::already_has_it(&p.message) => {}
+        let reason = match self.rpc.provider.send_raw_transaction(&latest.raw).await {
+            Ok(_) => "settlement_pending".to_owned(),
+            Err(RpcError::ErrorResp(p)) if node_answer::already_has_it(&p.message) => {
+                "settlement_pending".to_owned()
+            }
             Err(RpcError::ErrorResp(p))
                 if p.message.to_ascii_lowercase().contains("nonce too low") =>
             {
@@ -138,14 +140,13 @@ impl SelfSettler {
                     Look::Unreadable(e) => Some(unknown(e, &versions)),
                 };
             }
+            // Refused again (its fee now below the base fee, the pool full): not mined, and its
+            // nonce not spent, so it still may be; a replacement with higher fees may do better.
             Err(RpcError::ErrorResp(p)) => {
-                return Some(unknown(
-                    format!("re-broadcast refused by the node: {}", p.message),
-                    &versions,
-                ));
+                format!("re-broadcast refused by the node: {}", p.message)
             }
             Err(e) => return Some(unknown(self.rpc.describe(&e), &versions)),
-        }
+        };
         // Pending: replaced once it has been for long enough.
         let since = self.remember_pending(latest.hash, Instant::now());
         if since.elapsed() >= self.options.replace_after {
@@ -154,7 +155,7 @@ impl SelfSettler {
                 Err(why) => tracing::warn!(tx = %latest.hash, why, "x402.settle_self not replaced"),
             }
         }
-        Some(unknown("settlement_pending".into(), &versions))
+        Some(unknown(reason, &versions))
     }
 
     /// Receipts of every version, newest first.
