@@ -20,6 +20,7 @@ mod m20261125_000010_claim_refusal;
 mod m20261127_000011_payments_in_flight;
 mod m20261127_000020_provider_gates;
 mod m20261127_000021_settled_watch;
+mod m20261127_000022_settler_nonces;
 
 pub struct Migrator;
 
@@ -40,6 +41,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261127_000011_payments_in_flight::Migration),
             Box::new(m20261127_000020_provider_gates::Migration),
             Box::new(m20261127_000021_settled_watch::Migration),
+            Box::new(m20261127_000022_settler_nonces::Migration),
         ]
     }
 }

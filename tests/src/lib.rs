@@ -13,6 +13,7 @@ pub mod paid;
 pub mod private_pg;
 pub mod queue_rig;
 pub mod review;
+pub mod rpc_proxy;
 pub mod smart_wallet;
 pub mod twilio;
 pub mod x402;
@@ -52,6 +53,10 @@ pub fn default_env() -> HashMap<String, String> {
         ("X402_PAY_TO", PAY_TO),
         ("LLM_PROVIDER", "openai"),
         ("LLM_BASE_URL", "http://127.0.0.1:9/v1"),
+        // The test chain mines a block only when a transaction arrives, so no block would ever
+        // come on top of a settlement's: its own block is enough here (tests of a deeper
+        // `SETTLEMENT_CONFIRMATIONS` mine blocks on an interval).
+        ("SETTLEMENT_CONFIRMATIONS", "1"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))

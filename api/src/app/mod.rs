@@ -12,7 +12,7 @@ use crate::{
     request_id, routes,
     state::{AppState, Inner},
     x402::{
-        chain::{ChainReader, ChainWallets, Finality, SelfSettler},
+        chain::{ChainReader, ChainWallets, Finality, SelfSettler, SettlerOptions},
         facilitator::{Facilitator, HttpFacilitator, LocalFacilitator},
         settle::{AuthorizationReader, Settler, ViaFacilitator},
     },
@@ -97,7 +97,7 @@ impl Application {
                 network: config.network,
             }),
         };
-        let (settler, chain) = settlement(&config, facilitator, clock.clone()).await?;
+        let (settler, chain) = settlement(&config, facilitator, clock.clone(), &db).await?;
         // Smart-wallet payers' signatures are checked on chain (docs/smart-wallets.md).
         let wallets = match &config.settlement.base_rpc_url {
             Some(rpc) => Some(Arc::new(ChainWallets::new(rpc, config.network)?) as _),
@@ -214,6 +214,7 @@ async fn settlement(
     config: &Config,
     facilitator: Arc<dyn Facilitator>,
     clock: Arc<dyn grove_common::clock::Clock>,
+    db: &sea_orm::DatabaseConnection,
 ) -> Result<(Arc<dyn Settler>, Option<Arc<dyn AuthorizationReader>>), StartError> {
     let s = &config.settlement;
     if let Some(rpc) = &s.base_rpc_url {
@@ -231,11 +232,14 @@ async fn settlement(
     if s.mode == SettlementMode::SelfHosted
         && let (Some(rpc), Some(key)) = (&s.base_rpc_url, &s.settler_private_key)
     {
-        let settler = Arc::new(
-            SelfSettler::connect(rpc, key, s.timeout, config.network)
-                .await?
-                .with_finality(Finality::of(s)),
-        );
+        let mut settler = SelfSettler::connect(rpc, key, SettlerOptions::from(s), config.network)
+            .await?
+            .with_finality(Finality::of(s));
+        // Replicas on PostgreSQL share the settler key's nonce counter (docs/settlement.md).
+        if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+            settler = settler.with_nonces(Arc::new(crate::paid::SharedNonces::new(db.clone())));
+        }
+        let settler = Arc::new(settler);
         tracing::info!(settler = %settler.address(), "settling payments on chain ourselves");
         let reader: Arc<dyn AuthorizationReader> = settler.clone();
         return Ok((settler, Some(reader)));

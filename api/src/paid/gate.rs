@@ -237,7 +237,7 @@ async fn settle_and_wait(
         SettleOutcome::Refused { reason } => {
             if outcome.is_operator_fault() {
                 tracing::error!(call_id = %call.id, %reason,
-                    "settlement not processed: the facilitator refused our credentials; the payment was handed back");
+                    "settlement not processed through no fault of the payer's (see the reason); the payment was handed back");
             } else {
                 tracing::warn!(call_id = %call.id, %reason, "settlement refused");
             }

@@ -28,4 +28,5 @@ mod terms;
 mod wait;
 
 pub use idempotency::Kind;
+pub use ledger::SharedNonces;
 pub use product::{Labels, NotSold, Product};
