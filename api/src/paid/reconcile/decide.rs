@@ -77,7 +77,7 @@ fn unknown(reason: String) -> Decision {
 
 /// The chain question for a stored payment: its authorizer, nonce and value, paid to the payee
 /// it signed for.
-fn query_of(p: &payment::Model) -> Option<AuthorizationQuery> {
+pub(crate) fn query_of(p: &payment::Model) -> Option<AuthorizationQuery> {
     let to = p
         .settle_request
         .as_ref()
