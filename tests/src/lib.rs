@@ -2,6 +2,7 @@
 //! (no process-environment races), and gives tests a client and helpers.
 
 pub mod api_process;
+pub mod browser;
 pub mod cdp;
 pub mod chain;
 pub mod db;

@@ -9,6 +9,7 @@
 
 mod audit;
 mod auth;
+mod console;
 mod lookup;
 mod opt_outs;
 mod payments;
@@ -56,6 +57,7 @@ pub fn router(state: AppState) -> Router {
         ));
     routes::metrics()
         .merge(api)
+        .merge(console::router())
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .with_state(state)
