@@ -128,7 +128,8 @@ async fn every_operation_has_a_unique_operation_id() {
         );
         assert!(seen.insert(id.to_owned()), "operationId {id} is used twice");
     }
-    assert!(seen.len() >= 22, "{seen:?}");
+    // 21: the metrics left for the admin listener (issue 28).
+    assert!(seen.len() >= 21, "{seen:?}");
 }
 
 #[tokio::test]
