@@ -23,9 +23,7 @@ mod x402;
 pub use app::{Application, BackEnd, Foundation, StartError};
 pub use error::ApiError;
 pub use x402::cdp::CdpSigner;
-pub use x402::chain::{
-    ChainError, ChainReader, ChainWallets, IUsdc, MULTICALL3, SelfSettler, USDC,
-};
+pub use x402::chain::{ChainError, ChainReader, ChainWallets, IUsdc, MULTICALL3, SelfSettler};
 pub use x402::facilitator::{
     Facilitator, FacilitatorError, HttpFacilitator, LocalFacilitator, SettleRequest,
     SettleResponse, requirements_for,

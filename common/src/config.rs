@@ -12,7 +12,9 @@ pub use limits::{ClientIp, Rate, RateLimits};
 mod health;
 pub use health::HealthPolicy;
 mod llm;
+mod network;
 pub use llm::{DEFAULT_TEMPERATURE, LlmConfig, LlmProviderKind, MaxTokensField, StructuredOutput};
+pub use network::Network;
 mod providers;
 mod settlement;
 use providers::read_twilio;
@@ -97,6 +99,8 @@ pub struct Config {
     pub redis_url: Option<Secret>,
     /// Prefix of every Redis key and channel, so several deployments can share one Redis.
     pub queue_namespace: String,
+    /// `X402_NETWORK`: the chain payments are taken on (Base mainnet unless set).
+    pub network: Network,
     /// `None`: paid endpoints answer 503 `payments_disabled`.
     pub pay_to: Option<Address>,
     /// `None`: payments are verified locally and recorded unsettled (development only).
@@ -190,6 +194,7 @@ impl Config {
                 "use lowercase letters, digits and '-' (it names a header and a path)",
             ));
         }
+        let network = network::read(&var, app_env)?;
         let pay_to = match var("X402_PAY_TO") {
             None => None,
             Some(s) => Some(parse_address(&s).ok_or_else(|| {
@@ -297,6 +302,7 @@ impl Config {
             database_pool,
             redis_url: var("REDIS_URL").map(Secret::new),
             queue_namespace,
+            network,
             pay_to,
             facilitator_url,
             facilitator_auth: var("X402_FACILITATOR_AUTH").map(Secret::new),

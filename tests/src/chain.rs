@@ -10,17 +10,24 @@
 //! (`scripts/test` sets it), so the suite cannot pass by quietly not testing.
 
 use crate::x402::{PayOptions, TestWallet, decode_b64_json};
-use alloy_primitives::{Address, B256, U256};
+use alloy_primitives::{Address, B256, U256, address};
 use alloy_sol_types::{SolCall, SolEvent, sol};
 use base64::{Engine, engine::general_purpose::STANDARD};
 use grove_http::SettleRequest;
-use grove_http::{IUsdc, MULTICALL3, USDC};
+use grove_http::{IUsdc, MULTICALL3};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{OnceLock, mpsc};
 use std::time::Duration;
+
+/// Base mainnet's chain id, which the local chain answers unless a test asks for another.
+pub const BASE_CHAIN_ID: u64 = 8453;
+
+/// USDC on Base mainnet, where the test token sits (spelled out here, not taken from grove's
+/// network table, so that a mistake there cannot move the token with it).
+pub const USDC: Address = address!("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
 
 /// Anvil's third development key: public, funded with test ether by anvil; it pays for gas.
 pub const SETTLER_KEY: &str = "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
@@ -103,7 +110,7 @@ impl Chain {
 
     /// With extra anvil arguments (`--block-time 2`).
     pub async fn start_with(args: &[&str]) -> Option<Self> {
-        Self::start_on_chain(grove_common::x402::CHAIN_ID, args).await
+        Self::start_on_chain(BASE_CHAIN_ID, args).await
     }
 
     /// A chain that answers `eth_chainId` with `chain_id` (another chain than Base, for tests of
@@ -171,6 +178,14 @@ impl Chain {
             chain.rpc("anvil_setCode", json!([address, code])).await;
         }
         Some(chain)
+    }
+
+    /// Places the test token's code at `address` too (another network's USDC address); its
+    /// EIP-712 name stays "USD Coin", so only code checks can use it there, not signatures.
+    pub async fn token_also_at(&self, address: Address) {
+        let tools = tools().expect("the chain started, so its tools are there");
+        self.rpc("anvil_setCode", json!([address, &tools.token_runtime]))
+            .await;
     }
 
     /// One JSON-RPC call; panics on an error answer.

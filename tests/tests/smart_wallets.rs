@@ -139,7 +139,11 @@ async fn a_deployed_erc1271_wallet_pays_once_through_the_api() {
         "longer than an EOA's"
     );
     let receipt = assert_settled_on_chain(&chain, &r, payer.address(), &paid.payment).await;
-    assert_eq!(sent_to(&receipt), grove_http::USDC, "straight to USDC");
+    assert_eq!(
+        sent_to(&receipt),
+        grove_tests::chain::USDC,
+        "straight to USDC"
+    );
     assert_eq!(chain.transfers_from(payer.address()).await, 1);
     assert_eq!(chain.balance(pay_to()).await, U256::from(PRICE));
     assert_eq!(chain.nonce(settler()).await, sent_before + 1);
@@ -213,7 +217,7 @@ async fn a_counterfactual_erc6492_wallet_is_deployed_and_pays_in_one_transaction
     // Its next payment, still wrapped in ERC-6492 as clients keep doing, goes straight to USDC.
     let (r, paid) = pay(&rig, &payer, PayOptions::default()).await;
     let receipt = assert_settled_on_chain(&chain, &r, payer.address(), &paid.payment).await;
-    assert_eq!(sent_to(&receipt), grove_http::USDC);
+    assert_eq!(sent_to(&receipt), grove_tests::chain::USDC);
     assert_eq!(chain.wallets_created().await, 1);
     assert_eq!(chain.transfers_from(payer.address()).await, 2);
     assert_eq!(chain.balance(pay_to()).await, U256::from(2 * PRICE));

@@ -111,12 +111,14 @@ impl Application {
                     config.facilitator_timeout,
                 )?,
             }),
-            None => Arc::new(LocalFacilitator),
+            None => Arc::new(LocalFacilitator {
+                network: config.network,
+            }),
         };
         let (settler, chain) = settlement(&config, facilitator).await?;
         // Smart-wallet payers' signatures are checked on chain (docs/smart-wallets.md).
         let wallets = match &config.settlement.base_rpc_url {
-            Some(rpc) => Some(Arc::new(ChainWallets::new(rpc)?) as _),
+            Some(rpc) => Some(Arc::new(ChainWallets::new(rpc, config.network)?) as _),
             None => None,
         };
         let BackEnd {
@@ -267,18 +269,21 @@ async fn settlement(
     if s.mode == SettlementMode::SelfHosted
         && let (Some(rpc), Some(key)) = (&s.base_rpc_url, &s.settler_private_key)
     {
-        let settler = Arc::new(SelfSettler::connect(rpc, key, s.timeout).await?);
+        let settler = Arc::new(SelfSettler::connect(rpc, key, s.timeout, config.network).await?);
         tracing::info!(settler = %settler.address(), "settling payments on chain ourselves");
         let reader: Arc<dyn AuthorizationReader> = settler.clone();
         return Ok((settler, Some(reader)));
     }
     let chain = match &s.base_rpc_url {
-        Some(rpc) => Some(Arc::new(ChainReader::new(rpc)?) as Arc<dyn AuthorizationReader>),
+        Some(rpc) => {
+            Some(Arc::new(ChainReader::new(rpc, config.network)?) as Arc<dyn AuthorizationReader>)
+        }
         None => None,
     };
     let settler = Arc::new(ViaFacilitator {
         facilitator,
         local: config.settles_locally(),
+        network: config.network,
     });
     Ok((settler, chain))
 }

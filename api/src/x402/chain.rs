@@ -1,4 +1,4 @@
-//! USDC on Base over JSON-RPC: reading an authorization's state (`ChainReader`) and settling a
+//! USDC on the configured network (Base, or Base Sepolia to try) over JSON-RPC: reading an authorization's state (`ChainReader`) and settling a
 //! payment ourselves (`SelfSettler`, `X402_SETTLEMENT=self`), as a facilitator would (x402 notes
 //! §7.3): simulate `transferWithAuthorization`, send it from the settler key, wait for the receipt.
 //!
@@ -27,7 +27,7 @@ use alloy_signer_local::PrivateKeySigner;
 use alloy_sol_types::sol;
 use async_trait::async_trait;
 use authorization::Authorization;
-use grove_common::config::Secret;
+use grove_common::config::{Network, Secret};
 use std::time::Duration;
 use tokio::sync::Mutex;
 
@@ -52,9 +52,6 @@ sol! {
     }
 }
 
-/// USDC on Base mainnet, the only token we settle.
-pub const USDC: Address = super::eip3009::USDC;
-
 #[derive(Debug, thiserror::Error)]
 pub enum ChainError {
     #[error("BASE_RPC_URL: not a valid URL")]
@@ -63,8 +60,8 @@ pub enum ChainError {
     PrivateKey,
     #[error("BASE_RPC_URL: {0}")]
     Rpc(String),
-    #[error("BASE_RPC_URL serves chain {got}, not Base ({expected})")]
-    WrongChain { expected: u64, got: u64 },
+    #[error("BASE_RPC_URL serves chain {got}, not {} ({})", .expected.display_name(), .expected.chain_id())]
+    WrongChain { expected: Network, got: u64 },
 }
 
 /// Settles payments by sending `transferWithAuthorization` from the settler key.
@@ -80,26 +77,27 @@ pub struct SelfSettler {
 }
 
 impl SelfSettler {
-    /// Connects and checks that the endpoint serves Base (chain 8453). `timeout` bounds one
-    /// settlement, receipt included (`X402_SETTLE_TIMEOUT_S`).
+    /// Connects and checks that the endpoint serves `network` (chain 8453 for Base, 84532 for
+    /// Base Sepolia). `timeout` bounds one settlement, receipt included (`X402_SETTLE_TIMEOUT_S`).
     pub async fn connect(
         rpc_url: &Secret,
         private_key: &Secret,
         timeout: Duration,
+        network: Network,
     ) -> Result<Self, ChainError> {
         let signer: PrivateKeySigner = private_key
             .expose()
             .parse()
             .map_err(|_| ChainError::PrivateKey)?;
-        let rpc = Rpc::new(rpc_url)?;
+        let rpc = Rpc::new(rpc_url, network)?;
         let chain_id = rpc
             .provider
             .get_chain_id()
             .await
             .map_err(|e| ChainError::Rpc(rpc.describe(&e)))?;
-        if chain_id != grove_common::x402::CHAIN_ID {
+        if chain_id != network.chain_id() {
             return Err(ChainError::WrongChain {
-                expected: grove_common::x402::CHAIN_ID,
+                expected: network,
                 got: chain_id,
             });
         }
@@ -122,7 +120,7 @@ impl SelfSettler {
 #[async_trait]
 impl Settler for SelfSettler {
     async fn settle(&self, request: &SettleRequest) -> SettleOutcome {
-        match Authorization::from_request(request) {
+        match Authorization::from_request(request, self.rpc.network) {
             Ok(auth) => self.settle_authorization(&auth).await,
             Err(reason) => SettleOutcome::Refused {
                 reason: reason.into(),
@@ -135,7 +133,7 @@ impl Settler for SelfSettler {
         request: &SettleRequest,
         sent: Option<&SentTransaction>,
     ) -> SettleOutcome {
-        let auth = match Authorization::from_request(request) {
+        let auth = match Authorization::from_request(request, self.rpc.network) {
             Ok(auth) => auth,
             Err(reason) => {
                 return SettleOutcome::Refused {

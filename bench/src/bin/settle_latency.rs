@@ -11,7 +11,7 @@
 //! - 32 at once: concurrent settlements from one settler key (one nonce queue).
 
 use futures::future::join_all;
-use grove_common::config::Secret;
+use grove_common::config::{Network, Secret};
 use grove_http::{SelfSettler, SettleOutcome, Settler};
 use grove_tests::{
     chain::{Chain, SETTLER_KEY, payment},
@@ -53,6 +53,7 @@ async fn main() {
         &Secret::new(&chain.url),
         &Secret::new(SETTLER_KEY),
         Duration::from_secs(60),
+        Network::Base,
     )
     .await
     .expect("the settler connects to anvil");

@@ -119,7 +119,7 @@ pub fn document(config: &Config, schemas: &SchemaRegistry) -> Value {
         "info": {
             "title": format!("{} growth coaching and paid actions", config.service_name),
             "version": "1.0.0",
-            "description": super::catalog::description(),
+            "description": super::catalog::description(config.network),
         },
         "servers": [{"url": config.public_base_url}],
         "security": [],

@@ -1,7 +1,7 @@
 //! What the doctor reads off `BASE_RPC_URL` before any traffic: which chain it serves, whether
 //! USDC's contract is there, how fresh its head is, and the gas balance of an address.
 
-use super::{USDC, rpc::ChainReader};
+use super::rpc::ChainReader;
 use alloy_primitives::{Address, U256};
 use alloy_provider::Provider;
 use alloy_rpc_types_eth::BlockNumberOrTag;
@@ -10,7 +10,8 @@ use alloy_rpc_types_eth::BlockNumberOrTag;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChainFacts {
     pub chain_id: u64,
-    /// Bytes of code at USDC's address (0: no contract there, so not Base mainnet's USDC).
+    /// Bytes of code at the configured network's USDC address (0: no contract there, so not
+    /// that network's USDC).
     pub usdc_code_len: usize,
     pub head_number: u64,
     /// Unix seconds of the head block.
@@ -22,7 +23,7 @@ impl ChainReader {
         let p = &self.rpc.provider;
         let chain_id = p.get_chain_id().await.map_err(|e| self.rpc.describe(&e))?;
         let code = p
-            .get_code_at(USDC)
+            .get_code_at(self.rpc.usdc())
             .await
             .map_err(|e| self.rpc.describe(&e))?;
         let head = p

@@ -4,7 +4,7 @@
 //! its `AuthorizationUsed` log followed, in the same transaction, by the `Transfer` of our value to
 //! our payee; an `AuthorizationCanceled` log proves it never will be.
 
-use super::{IUsdc, Rpc, USDC};
+use super::{IUsdc, Rpc};
 use crate::x402::settle::{AuthorizationQuery, AuthorizationState};
 use alloy_primitives::B256;
 use alloy_provider::Provider;
@@ -46,7 +46,7 @@ impl Rpc {
         let next = log.log_index.map(|i| i + 1);
         let paid_us = receipt.logs().iter().any(|l| {
             l.log_index == next
-                && l.address() == USDC
+                && l.address() == self.usdc()
                 && IUsdc::Transfer::decode_log(&l.inner)
                     .is_ok_and(|t| t.from == q.authorizer && t.to == q.to && t.value == q.value)
         });
@@ -65,7 +65,7 @@ impl Rpc {
     /// emits one of them, once), searched from the latest block back to `since`.
     async fn authorization_log(&self, q: &AuthorizationQuery) -> Result<Option<Log>, String> {
         let filter = Filter::new()
-            .address(USDC)
+            .address(self.usdc())
             .event_signature(vec![
                 IUsdc::AuthorizationUsed::SIGNATURE_HASH,
                 IUsdc::AuthorizationCanceled::SIGNATURE_HASH,

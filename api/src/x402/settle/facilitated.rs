@@ -6,6 +6,7 @@ use super::{FACILITATOR_UNAUTHORIZED, SentTransaction, SettleOutcome, Settler};
 use crate::x402::facilitator::{Facilitator, FacilitatorError, SettleRequest, SettleResponse};
 use alloy_primitives::Address;
 use async_trait::async_trait;
+use grove_common::config::Network;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -104,6 +105,8 @@ fn is_tx_hash(s: &str) -> bool {
 pub struct ViaFacilitator {
     pub facilitator: Arc<dyn Facilitator>,
     pub local: bool,
+    /// The configured network: a settlement on any other is not ours.
+    pub network: Network,
 }
 
 #[async_trait]
@@ -116,21 +119,21 @@ impl Settler for ViaFacilitator {
                     transaction: String::new(),
                     local: true,
                 },
-                other => classify(other, &expect_of(request)),
+                other => classify(other, &expect_of(request, self.network)),
             };
         }
-        classify(answer, &expect_of(request))
+        classify(answer, &expect_of(request, self.network))
     }
     fn is_local(&self) -> bool {
         self.local
     }
 }
 
-fn expect_of(request: &SettleRequest) -> Expect<'static> {
+fn expect_of(request: &SettleRequest, network: Network) -> Expect<'static> {
     let network = if request.x402_version == 1 {
-        grove_common::x402::NETWORK_V1
+        network.v1_name()
     } else {
-        grove_common::x402::NETWORK_V2
+        network.caip2()
     };
     let payer = request
         .payment_payload
