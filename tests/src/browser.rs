@@ -165,6 +165,29 @@ impl Browser {
         .await
     }
 
+    /// Waits until the expression `condition` is true in the page that is loaded (a click that
+    /// posts a form returns before the next page is there). Errors while the page changes count
+    /// as not yet.
+    pub async fn wait_for(&self, condition: &str) {
+        let script = format!("return document.readyState === 'complete' && !!({condition});");
+        crate::wait_until(condition, async || {
+            let answer: Option<Value> = async {
+                self.http
+                    .post(format!("{}/execute/sync", self.session))
+                    .json(&json!({"script": script, "args": []}))
+                    .send()
+                    .await
+                    .ok()?
+                    .json()
+                    .await
+                    .ok()
+            }
+            .await;
+            answer.is_some_and(|a| a["value"] == true)
+        })
+        .await;
+    }
+
     async fn element(&self, css: &str) -> String {
         let found = self
             .call(

@@ -89,6 +89,9 @@ async fn the_console_fits_1280_and_400_px_and_a_resolve_made_through_it_is_audit
         .type_into("input[name=token]", "not-a-token-at-all")
         .await;
     browser.click("form[action='/console/login'] button").await;
+    browser
+        .wait_for("document.querySelector('[role=alert]')")
+        .await;
     let refused = browser
         .run("return document.querySelector('[role=alert]')?.textContent ?? ''")
         .await;
@@ -98,6 +101,9 @@ async fn the_console_fits_1280_and_400_px_and_a_resolve_made_through_it_is_audit
     );
     browser.type_into("input[name=token]", ADMIN_TOKEN).await;
     browser.click("form[action='/console/login'] button").await;
+    browser
+        .wait_for("document.getElementById('operator')")
+        .await;
     let shown = browser
         .run(
             "return {operator: document.getElementById('operator')?.textContent,
@@ -146,6 +152,7 @@ async fn the_console_fits_1280_and_400_px_and_a_resolve_made_through_it_is_audit
         )
         .await;
     browser.click(&format!("{card} button")).await;
+    browser.wait_for("document.getElementById('flash')").await;
     let after = browser
         .run(
             "return {flash: document.getElementById('flash')?.textContent ?? '',
@@ -186,6 +193,9 @@ async fn the_console_fits_1280_and_400_px_and_a_resolve_made_through_it_is_audit
     // On a 400 px phone, nothing runs off the side.
     browser.viewport(400, 900).await;
     browser.goto(&console).await;
+    browser
+        .wait_for("document.getElementById('operator')")
+        .await;
     fits(&browser, 400).await;
     browser.screenshot(&screenshot("console-400.png")).await;
     // The measure is not vacuous: a page 800 px wide is caught at 400 px.
