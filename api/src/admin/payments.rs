@@ -2,7 +2,7 @@
 //!
 //! Needing attention: every payment whose settlement's outcome is unknown, those still being
 //! reconciled on schedule and those set aside (no chain could decide them: `next_check_at` is
-//! empty). A resolution walks four steps: read the operator's order (every problem listed), load
+//! empty), and reorged ones (shown, not resolved here). A resolution walks four steps: read the operator's order (every problem listed), load
 //! the payment, confirm the outcome on chain when one is configured (refused, and nothing
 //! changed, when the chain says otherwise), then hand it to reconciliation's own writer
 //! (`reconcile::conclude`), which moves the payment, the call and its scope exactly as a
@@ -30,8 +30,13 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use uuid::Uuid;
 
-/// The payment states an operator may have to act on.
-pub const ATTENTION: [&str; 1] = [pay_status::UNKNOWN];
+/// A settled payment whose transfer left the chain after its call delivered (a reorg): the reorg
+/// watch of issue 25 owns it (`db::payments::status::REORGED` once that lands here) and settles
+/// it again when the transfer is mined again; it is listed so that an operator sees it.
+const REORGED: &str = "reorged";
+
+/// The payment states an operator may have to look at; only `unknown` ones are resolved here.
+pub const ATTENTION: [&str; 2] = [pay_status::UNKNOWN, REORGED];
 
 /// At most this many are listed (oldest first): more than that is an incident, not a list.
 const LISTED: u64 = 500;
@@ -69,6 +74,7 @@ pub fn attention(p: &payment::Model) -> &'static str {
     match p.status.as_str() {
         pay_status::UNKNOWN if p.next_check_at.is_none() => "set_aside",
         pay_status::UNKNOWN => "reconciling",
+        REORGED => "reorged",
         _ => "decided",
     }
 }
@@ -297,7 +303,12 @@ async fn confirm(
     p: &payment::Model,
     order: &Order,
 ) -> Result<(Decision, &'static str), ApiError> {
-    if !ATTENTION.contains(&p.status.as_str()) {
+    if p.status == REORGED {
+        return Err(ApiError::NotResolvable(
+            "a reorged payment is the reorg watch's: it settles again by itself once its transfer is mined again".into(),
+        ));
+    }
+    if p.status != pay_status::UNKNOWN {
         return Err(ApiError::NotResolvable(format!(
             "the payment is {}, not waiting for an operator",
             p.status
