@@ -1,6 +1,7 @@
 //! Grove's HTTP API: the free surfaces, request validation, the sandbox and the x402 gate. A
 //! library only: the `api` binary is the `grove` package's, which composes it with a back end.
 
+mod admin;
 mod app;
 pub mod doctor;
 mod error;

@@ -3,6 +3,8 @@
 //! Every variable is documented with its default in `.env.example`. Parsing fails fast with a
 //! message naming the variable; secrets are wrapped so that they never reach a log line.
 
+mod admin;
+pub use admin::{AdminConfig, AdminToken, DEFAULT_ADMIN_ADDR};
 mod cdp;
 pub use cdp::{CDP_FACILITATOR_URL, CdpCredentials, CdpKey};
 mod limits;
@@ -82,6 +84,8 @@ pub enum SqliteSync {
 pub struct Config {
     pub app_env: AppEnv,
     pub bind_addr: SocketAddr,
+    /// `ADMIN_ADDR` and `ADMIN_TOKENS`: the admin listener (metrics, admin API, console).
+    pub admin: AdminConfig,
     /// Base of every absolute address we publish; never taken from a request's Host header.
     pub public_base_url: String,
     pub service_name: String,
@@ -290,6 +294,7 @@ impl Config {
         let config = Config {
             app_env,
             bind_addr,
+            admin: admin::read(&var)?,
             public_base_url,
             service_name,
             database_url: var("DATABASE_URL").map(Secret::new),

@@ -299,7 +299,10 @@ pub fn start_process<'a>(
         .env(
             "RUST_LOG",
             std::env::var("GROVE_TEST_PROCESS_LOGS").unwrap_or_else(|_| "warn".into()),
-        );
+        )
+        // Processes run side by side: an api's admin listener on a port of its own unless
+        // `env` says otherwise.
+        .env("ADMIN_ADDR", "127.0.0.1:0");
     for (k, v) in env {
         cmd.env(k, v);
     }
