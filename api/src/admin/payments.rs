@@ -31,9 +31,9 @@ use std::collections::HashMap;
 use uuid::Uuid;
 
 /// A settled payment whose transfer left the chain after its call delivered (a reorg): the reorg
-/// watch of issue 25 owns it (`db::payments::status::REORGED` once that lands here) and settles
-/// it again when the transfer is mined again; it is listed so that an operator sees it.
-const REORGED: &str = "reorged";
+/// watch owns it and settles it again when the transfer is mined again; it is listed so that an
+/// operator sees it.
+const REORGED: &str = pay_status::REORGED;
 
 /// The payment states an operator may have to look at; only `unknown` ones are resolved here.
 pub const ATTENTION: [&str; 2] = [pay_status::UNKNOWN, REORGED];
