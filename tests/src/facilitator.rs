@@ -70,10 +70,10 @@ struct Inner {
     used: Mutex<std::collections::HashMap<String, rpc::Transfer>>,
     /// Seconds the JSON-RPC view lags the fake chain (`rpc`).
     rpc_lag_s: std::sync::atomic::AtomicU64,
+    /// The chain id its JSON-RPC view answers (8453 unless `serve_chain` changed it).
+    chain_id: std::sync::atomic::AtomicU64,
     /// The JSON-RPC endpoint answers 503 to everything.
     rpc_down: std::sync::atomic::AtomicBool,
-    /// The chain the JSON-RPC endpoint serves (`None`: Base mainnet).
-    network: Mutex<Option<grove_common::config::Network>>,
     transfers: AtomicUsize,
     expected_auth: Mutex<Option<String>>,
     expected_cdp: Mutex<Option<CdpCheck>>,
@@ -169,15 +169,16 @@ impl FakeFacilitator {
         format!("{}/rpc", self.url)
     }
 
+    /// From now on the JSON-RPC view answers `eth_chainId` with `chain_id` (84532: Base Sepolia,
+    /// for a rig on the testnet).
+    pub fn serve_chain(&self, chain_id: u64) {
+        self.inner.chain_id.store(chain_id, Ordering::SeqCst);
+    }
+
     /// From now on the JSON-RPC view lags the fake chain by `secs`: its head is that old, and a
     /// transfer younger than that is not in it yet (a hosted endpoint behind the chain).
     pub fn lag_rpc(&self, secs: u64) {
         self.inner.rpc_lag_s.store(secs, Ordering::SeqCst);
-    }
-
-    /// Serves `network`'s chain id and USDC address over JSON-RPC (`X402_NETWORK`).
-    pub fn serve_network(&self, network: grove_common::config::Network) {
-        write(&self.inner.network, |n| *n = Some(network));
     }
 
     /// From now on the JSON-RPC endpoint answers 503 (`false`: serves again).

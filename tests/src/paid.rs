@@ -108,6 +108,14 @@ pub async fn spawn_paid(opts: Options) -> PaidApp {
         env.insert("X402_FACILITATOR_URL".into(), facilitator.url().to_owned());
         if opts.fake_chain {
             env.insert("BASE_RPC_URL".into(), facilitator.rpc_url());
+            // The fake's chain is the network the rig sells on.
+            if opts
+                .extra_env
+                .iter()
+                .any(|(k, v)| k == "X402_NETWORK" && v == "base-sepolia")
+            {
+                facilitator.serve_chain(84532);
+            }
         }
     }
     if opts.twilio {
@@ -125,7 +133,6 @@ pub async fn spawn_paid(opts: Options) -> PaidApp {
         env.insert(k.clone(), v.clone());
     }
     let config = Config::from_map(&env).expect("test configuration");
-    facilitator.serve_network(config.network);
     let (stop_workers, stopped) = watch::channel(false);
     let served: Arc<dyn Clock> = match opts.clock_ahead_s {
         0 => Arc::new(clock.clone()),
@@ -292,7 +299,10 @@ pub fn start_process<'a>(
         .env(
             "RUST_LOG",
             std::env::var("GROVE_TEST_PROCESS_LOGS").unwrap_or_else(|_| "warn".into()),
-        );
+        )
+        // Processes run side by side: an api's admin listener on a port of its own unless
+        // `env` says otherwise.
+        .env("ADMIN_ADDR", "127.0.0.1:0");
     for (k, v) in env {
         cmd.env(k, v);
     }

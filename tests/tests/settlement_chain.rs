@@ -26,7 +26,7 @@ async fn settler(chain: &Chain, timeout: Duration) -> SelfSettler {
     SelfSettler::connect(
         &Secret::new(&chain.url),
         &Secret::new(SETTLER_KEY),
-        timeout,
+        grove_tests::chain::settler_options(timeout),
         Network::Base,
     )
     .await
@@ -322,4 +322,28 @@ async fn the_chain_tells_a_payment_from_a_cancellation_and_from_another_use_of_t
         })
     );
     assert_eq!(chain.balance(pay_to()).await, U256::from(PRICE));
+}
+
+#[tokio::test]
+async fn the_settler_refuses_an_endpoint_of_another_network_than_the_configured_one() {
+    let Some(mainnet) = Chain::start().await else {
+        return;
+    };
+    let (url, key) = (Secret::new(&mainnet.url), Secret::new(SETTLER_KEY));
+    let connect = |network| {
+        SelfSettler::connect(
+            &url,
+            &key,
+            grove_tests::chain::settler_options(Duration::from_secs(5)),
+            network,
+        )
+    };
+    match connect(Network::BaseSepolia).await {
+        Err(e) => assert_eq!(
+            e.to_string(),
+            "BASE_RPC_URL serves chain 8453, not Base Sepolia (84532)"
+        ),
+        Ok(_) => panic!("a testnet settler connected to Base mainnet's chain id"),
+    }
+    assert!(connect(Network::Base).await.is_ok());
 }

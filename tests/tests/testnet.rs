@@ -6,10 +6,11 @@
 
 use grove_common::{
     catalog::paths,
-    config::{Config, Network},
+    config::{Config, Network, Secret},
 };
 use grove_tests::{
     PAY_TO, TestDb, coaching_body, default_env,
+    facilitator::FakeFacilitator,
     llm::caller_body,
     mcp::{self, assert_payment_required_on, call, rig_with, tool_arguments},
     paid::{Options, PaidApp, spawn_paid},
@@ -280,6 +281,7 @@ fn production(extra: &[(&str, &str)]) -> Result<Config, String> {
     for (k, v) in [
         ("APP_ENV", "production"),
         ("X402_FACILITATOR_URL", "https://x402.org/facilitator"),
+        ("BASE_RPC_URL", "https://sepolia.base.org"),
         ("SMS_PROVIDER", "twilio"),
         ("TWILIO_ACCOUNT_SID", "AC00000000000000000000000000000000"),
         ("TWILIO_AUTH_TOKEN", "token"),
@@ -316,6 +318,12 @@ async fn production_starts_on_the_testnet_when_allowed_and_sells_on_it() {
         ("TWILIO_BASE_URL", twilio.url()),
     ])
     .expect("allowed on purpose");
+    // Start-up reads the chain: a loopback one answering Base Sepolia's id stands in for the
+    // https endpoint production requires (the https rule itself is a configuration test).
+    let chain = FakeFacilitator::start().await;
+    chain.serve_chain(84532);
+    let mut config = config;
+    config.settlement.base_rpc_url = Some(Secret::new(chain.rpc_url()));
     let app = start(config).await;
     let r = app
         .post_json(&path(), &coaching_body("diagnose_growth"), &[])

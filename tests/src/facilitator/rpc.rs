@@ -1,6 +1,6 @@
 //! The fake facilitator's chain, served over JSON-RPC as Base would serve it (`BASE_RPC_URL`), so
 //! that reconciliation, the "nonce already used" check and the reorg watch read the transfers the
-//! fake made exactly as they read Base: the network's chain id, code at its USDC address, each transfer
+//! fake made exactly as they read Base: `eth_chainId` 8453, code at USDC's address, each transfer
 //! in a block of its own (`AuthorizationUsed` then `Transfer` of the value to `payTo`), the `safe`
 //! block at the head. Only the methods the api calls are answered.
 //!
@@ -8,9 +8,8 @@
 //! transfer younger than that is not in it yet.
 
 use super::{Inner, read};
-use alloy_primitives::Address;
+use crate::chain::USDC;
 use axum::{Json, extract::State};
-use grove_common::config::Network;
 use grove_http::IUsdc;
 use serde_json::{Value, json};
 use std::{
@@ -92,10 +91,10 @@ fn block_json(number: u64, timestamp: u64) -> Value {
     })
 }
 
-fn logs_of(t: &Transfer, usdc: Address) -> Vec<Value> {
+fn logs_of(t: &Transfer) -> Vec<Value> {
     let common = |index: u64| {
         json!({
-            "address": usdc, "blockHash": word(&format!("{:x}", t.block + 1)),
+            "address": USDC, "blockHash": word(&format!("{:x}", t.block + 1)),
             "blockNumber": hex(t.block), "transactionHash": t.tx, "transactionIndex": "0x0",
             "logIndex": hex(index), "removed": false,
         })
@@ -113,13 +112,13 @@ fn logs_of(t: &Transfer, usdc: Address) -> Vec<Value> {
     vec![used, transfer]
 }
 
-fn receipt_json(t: &Transfer, usdc: Address) -> Value {
+fn receipt_json(t: &Transfer) -> Value {
     json!({
         "transactionHash": t.tx, "transactionIndex": "0x0",
         "blockHash": word(&format!("{:x}", t.block + 1)), "blockNumber": hex(t.block),
-        "from": t.from, "to": usdc, "contractAddress": null, "cumulativeGasUsed": "0x10000",
+        "from": t.from, "to": USDC, "contractAddress": null, "cumulativeGasUsed": "0x10000",
         "gasUsed": "0x10000", "effectiveGasPrice": "0x1", "type": "0x2", "status": "0x1",
-        "logsBloom": format!("0x{}", "0".repeat(512)), "logs": logs_of(t, usdc),
+        "logsBloom": format!("0x{}", "0".repeat(512)), "logs": logs_of(t),
     })
 }
 
@@ -144,13 +143,14 @@ pub(super) async fn serve(
 }
 
 fn answer(inner: &Inner, body: &Value) -> Json<Value> {
-    let network = read(&inner.network).unwrap_or(Network::Base);
-    let usdc = network.usdc();
     let (transfers, time) = visible(inner);
     let head = transfers.last().map_or(0, |t| t.block);
     let params = &body["params"];
     let result = match body["method"].as_str().unwrap_or_default() {
-        "eth_chainId" => json!(hex(network.chain_id())),
+        "eth_chainId" => match inner.chain_id.load(Ordering::SeqCst) {
+            0 => json!("0x2105"),
+            id => json!(hex(id)),
+        },
         "eth_blockNumber" => json!(hex(head)),
         "eth_getCode" => json!("0x6080"),
         "eth_getBlockByNumber" => json!(block_json(block_arg(&params[0], head), time)),
@@ -189,7 +189,7 @@ fn answer(inner: &Inner, body: &Value) -> Json<Value> {
                 .filter(|t| (from..=to).contains(&t.block))
                 .filter(|t| topic(1).is_none_or(|a| word(&t.from).ends_with(&a)))
                 .filter(|t| topic(2).is_none_or(|n| word(&t.nonce).ends_with(&n)))
-                .map(|t| logs_of(t, usdc).remove(0))
+                .map(|t| logs_of(t).remove(0))
                 .collect();
             json!(logs)
         }
@@ -198,7 +198,7 @@ fn answer(inner: &Inner, body: &Value) -> Json<Value> {
             transfers
                 .iter()
                 .find(|t| t.tx == hash)
-                .map_or(Value::Null, |t| receipt_json(t, usdc))
+                .map_or(Value::Null, receipt_json)
         }
         other => {
             return Json(json!({"jsonrpc": "2.0", "id": body["id"],
