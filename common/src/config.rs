@@ -3,6 +3,8 @@
 //! Every variable is documented with its default in `.env.example`. Parsing fails fast with a
 //! message naming the variable; secrets are wrapped so that they never reach a log line.
 
+mod admin;
+pub use admin::{AdminConfig, AdminToken, DEFAULT_ADMIN_ADDR};
 mod cdp;
 pub use cdp::{CDP_FACILITATOR_URL, CdpCredentials, CdpKey};
 mod limits;
@@ -10,7 +12,9 @@ pub use limits::{ClientIp, Rate, RateLimits};
 mod health;
 pub use health::HealthPolicy;
 mod llm;
+mod network;
 pub use llm::{DEFAULT_TEMPERATURE, LlmConfig, LlmProviderKind, MaxTokensField, StructuredOutput};
+pub use network::Network;
 mod providers;
 mod settlement;
 use providers::read_twilio;
@@ -80,6 +84,8 @@ pub enum SqliteSync {
 pub struct Config {
     pub app_env: AppEnv,
     pub bind_addr: SocketAddr,
+    /// `ADMIN_ADDR` and `ADMIN_TOKENS`: the admin listener (metrics, admin API, console).
+    pub admin: AdminConfig,
     /// Base of every absolute address we publish; never taken from a request's Host header.
     pub public_base_url: String,
     pub service_name: String,
@@ -93,6 +99,8 @@ pub struct Config {
     pub redis_url: Option<Secret>,
     /// Prefix of every Redis key and channel, so several deployments can share one Redis.
     pub queue_namespace: String,
+    /// `X402_NETWORK`: the chain payments are taken on (Base mainnet unless set).
+    pub network: Network,
     /// `None`: paid endpoints answer 503 `payments_disabled`.
     pub pay_to: Option<Address>,
     /// `None`: payments are verified locally and recorded unsettled (development only).
@@ -186,6 +194,7 @@ impl Config {
                 "use lowercase letters, digits and '-' (it names a header and a path)",
             ));
         }
+        let network = network::read(&var, app_env)?;
         let pay_to = match var("X402_PAY_TO") {
             None => None,
             Some(s) => Some(parse_address(&s).ok_or_else(|| {
@@ -200,7 +209,7 @@ impl Config {
         let cdp = cdp::read(&var)?;
         let facilitator_url =
             facilitator_url.or_else(|| cdp.as_ref().map(|_| CDP_FACILITATOR_URL.to_owned()));
-        let settlement = settlement::read(&var, app_env)?;
+        let settlement = settlement::read(&var)?;
         let llm = llm::read(&var)?;
         let sms_provider = match var("SMS_PROVIDER").as_deref() {
             None | Some("outbox") => SmsProviderKind::Outbox,
@@ -285,6 +294,7 @@ impl Config {
         let config = Config {
             app_env,
             bind_addr,
+            admin: admin::read(&var)?,
             public_base_url,
             service_name,
             database_url: var("DATABASE_URL").map(Secret::new),
@@ -292,6 +302,7 @@ impl Config {
             database_pool,
             redis_url: var("REDIS_URL").map(Secret::new),
             queue_namespace,
+            network,
             pay_to,
             facilitator_url,
             facilitator_auth: var("X402_FACILITATOR_AUTH").map(Secret::new),
@@ -328,7 +339,7 @@ impl Config {
                 "the SMS outbox (nothing is sent): set SMS_PROVIDER=twilio",
             ));
         }
-        Ok(())
+        self.settlement.refuse_without_a_chain()
     }
 
     /// The name of the free-sandbox header: `x-{service}-sandbox` (CONTRACT 1).

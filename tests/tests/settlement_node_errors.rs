@@ -28,6 +28,7 @@ async fn settler(url: &str, timeout: Duration) -> SelfSettler {
         &Secret::new(url),
         &Secret::new(SETTLER_KEY),
         settler_options(timeout),
+        grove_common::config::Network::Base,
     )
     .await
     .expect("the settler connects")

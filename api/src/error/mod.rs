@@ -134,6 +134,18 @@ pub enum ApiError {
         provider: ProviderKind,
         retry_after_s: u64,
     },
+    /// 401 (admin listener): no operator token, or one that matches none of `ADMIN_TOKENS`.
+    #[error(
+        "an operator token is required: send Authorization: Bearer <token> (one of ADMIN_TOKENS)"
+    )]
+    Unauthorized,
+    /// 409 (admin): the chain says otherwise than the operator's resolution; nothing changed.
+    #[error("the chain disagrees: {0}; nothing was changed")]
+    ChainDisagrees(String),
+    /// 409 (admin): the payment is not waiting for an operator (already decided, or still being
+    /// reconciled on schedule); nothing changed.
+    #[error("{0}; nothing was changed")]
+    NotResolvable(String),
     /// 500: a bug or an outage. The cause, with its own sources, is logged; the client gets
     /// only the request id.
     #[error("internal error")]
@@ -214,7 +226,7 @@ impl ApiError {
         }
     }
 
-    fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             ApiError::InvalidJson(_) => StatusCode::BAD_REQUEST,
             ApiError::UnknownAgent(_) | ApiError::UnknownMode(_) | ApiError::NotFound => {
@@ -236,6 +248,8 @@ impl ApiError {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
             ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::ChainDisagrees(_) | ApiError::NotResolvable(_) => StatusCode::CONFLICT,
             ApiError::UpstreamFailed { .. } => StatusCode::BAD_GATEWAY,
             ApiError::StillRunning { .. } | ApiError::SettlementPending { .. } => {
                 StatusCode::GATEWAY_TIMEOUT
@@ -271,6 +285,9 @@ impl ApiError {
             ApiError::CooldownActive { .. } => "cooldown_active",
             ApiError::AlreadyFinal(_) => "not_cancellable",
             ApiError::Forbidden => "forbidden",
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::ChainDisagrees(_) => "chain_disagrees",
+            ApiError::NotResolvable(_) => "not_resolvable",
             ApiError::UpstreamFailed { .. } => "upstream_failed",
             ApiError::StillRunning { .. } => "still_running",
             ApiError::SettlementPending { .. } => "settlement_pending",
@@ -321,6 +338,12 @@ impl IntoResponse for ApiError {
             && let Ok(v) = HeaderValue::from_str(&seconds.to_string())
         {
             response.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        if matches!(self, ApiError::Unauthorized) {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"grove-admin\""),
+            );
         }
         // A 405's `Allow` is set by the router from the methods the matched route really has.
         response

@@ -52,6 +52,7 @@ pub async fn purchase(
         offer: product.offer(&state.schemas),
     };
     let expected = Expected {
+        network: state.config.network,
         pay_to,
         amount_atomic: terms.offer.price.atomic(),
     };
@@ -168,7 +169,7 @@ async fn reserve(
     let pay = NewPayment {
         nonce: format!("{:#x}", payment.nonce),
         amount: payment.amount_atomic.to_string(),
-        network: grove_common::x402::NETWORK_V2.into(),
+        network: state.config.network.caip2().into(),
         x402_version: i32::from(payment.version),
         settle_request: serde_json::to_value(settle_request).map_err(ApiError::internal)?,
         valid_before: i64::try_from(payment.valid_before).unwrap_or(i64::MAX),
@@ -228,6 +229,11 @@ async fn settle_and_wait(
     let mut transaction = None;
     let mut pushed = false;
     match &outcome {
+        // Decided by another writer first (reconciliation took a stale reservation): this
+        // refusal moved nothing, so it gives nothing back; the call's own outcome is awaited.
+        SettleOutcome::Refused { reason } if !moved => {
+            tracing::warn!(call_id = %call.id, %reason, "settlement refused after the call was decided elsewhere");
+        }
         SettleOutcome::Refused { reason } => {
             if outcome.is_operator_fault() {
                 tracing::error!(call_id = %call.id, %reason,

@@ -112,19 +112,43 @@ pub struct AuthorizationQuery {
     pub value: U256,
     /// Unix seconds: uses before this are not looked for (it bounds the log search).
     pub since: u64,
+    /// The authorization's `validBefore` (unix seconds): USDC accepts it only in a block whose
+    /// timestamp is below this, so unused at a final block past it, it never will be.
+    pub valid_before: u64,
+    /// Our wall clock when asking (unix seconds), only to judge how fresh the RPC's head is:
+    /// never to decide that the authorization expired (the chain's time decides that).
+    pub asked_at: u64,
 }
 
 /// What the chain says about one authorization. USDC's `authorizationState` is true for a used
 /// and for a canceled authorization alike (EIP-3009 `cancelAuthorization`), so only the logs tell
-/// a payment from a cancellation.
+/// a payment from a cancellation. Each answer is read at a depth that cannot roll back
+/// (docs/settlement.md): a payment at the confirmation depth, a refusal only at the `safe` block.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AuthorizationState {
-    /// Neither used nor canceled yet.
+    /// Neither used nor canceled, even at the head, and it may still be used.
     Unused,
-    /// `AuthorizationUsed` in `transaction`, followed by the `Transfer` of our value to our payee.
+    /// `AuthorizationUsed` in `transaction`, followed by the `Transfer` of our value to our payee,
+    /// at least `SETTLEMENT_CONFIRMATIONS` deep.
     Paid { transaction: String },
-    /// Canceled, or its nonce used by another authorization: ours can never move money.
+    /// Canceled, its nonce used by another authorization, or unused at a `safe` block past its
+    /// `validBefore`: ours can never move money.
     Void { reason: String },
+    /// Used or canceled at the head, not yet deep enough to decide either way: ask again later.
+    NotFinal { reason: String },
+}
+
+/// Where a settled payment's transfer stands, for the reorg watch (`paid::reconcile::reorgs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TransferStanding {
+    /// Mined with success at or below the `safe` block: it cannot roll back any more.
+    Final,
+    /// Still on chain (or used again at the head), not yet at the `safe` block.
+    NotFinal,
+    /// Our transfer is on chain under another transaction (re-included after a reorg).
+    Moved { transaction: String },
+    /// Not on chain any more (the reason): a reorg dropped it, or it never was mined.
+    Gone { reason: String },
 }
 
 /// Reads a payment's authorization on chain. `Err` is "could not tell" (an unknown of its own).
@@ -135,6 +159,14 @@ pub trait AuthorizationReader: Send + Sync {
     /// Whether the authorization paid us, was voided, or is still unused.
     async fn authorization(&self, query: &AuthorizationQuery)
     -> Result<AuthorizationState, String>;
+    /// Where the transaction that settled `query` stands now; it was reported settled at
+    /// `reported_at` (unix s): a view whose head is older than that cannot hold it yet.
+    async fn transfer(
+        &self,
+        transaction: &str,
+        query: &AuthorizationQuery,
+        reported_at: u64,
+    ) -> Result<TransferStanding, String>;
 }
 
 /// Anything that settles a verified payment.

@@ -107,8 +107,12 @@ async fn step(workers: usize, calls: usize, facilitator: &FakeFacilitator, llm: 
     let redis = PrivateRedis::start(false).await;
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
+    // KEDA reads the queues from the admin listener.
+    let admin_port = free_port();
+    let admin = format!("http://127.0.0.1:{admin_port}");
     let env: Vec<(String, String)> = [
         ("BIND_ADDR", format!("127.0.0.1:{port}")),
+        ("ADMIN_ADDR", format!("127.0.0.1:{admin_port}")),
         ("PUBLIC_BASE_URL", "http://127.0.0.1".to_owned()),
         ("X402_PAY_TO", PAY_TO.to_owned()),
         ("X402_FACILITATOR_URL", facilitator.url().to_owned()),
@@ -160,7 +164,7 @@ async fn step(workers: usize, calls: usize, facilitator: &FakeFacilitator, llm: 
         }));
     }
     let queues = async || -> (u64, u64) {
-        let v: serde_json::Value = match http.get(format!("{base}/metrics/queues")).send().await {
+        let v: serde_json::Value = match http.get(format!("{admin}/metrics/queues")).send().await {
             Ok(r) => r.json().await.unwrap_or_default(),
             Err(_) => serde_json::Value::Null,
         };

@@ -13,7 +13,7 @@
 //! - 32 at once: concurrent settlements from one settler key (one nonce queue).
 
 use futures::future::join_all;
-use grove_common::config::Secret;
+use grove_common::config::{Network, Secret};
 use grove_http::{SelfSettler, SettleOutcome, Settler};
 use grove_tests::{
     chain::{Chain, SETTLER_KEY, payment},
@@ -74,6 +74,7 @@ async fn measure(chain: &Chain, payer: &TestWallet, samples: usize, depth: u64) 
             confirmations: depth,
             ..grove_tests::chain::settler_options(Duration::from_secs(60))
         },
+        Network::Base,
     )
     .await
     .expect("the settler connects to anvil");

@@ -7,8 +7,14 @@
 //!
 //! `BASE_RPC_URL` is read in both modes: with a facilitator it lets reconciliation read USDC's
 //! `authorizationState` directly. RPC URLs often carry a provider's API key, so it is a secret.
+//! With `APP_ENV=production` it is required, over https, in both modes: without a chain, an
+//! unknown settlement can never be decided (docs/settlement.md).
+//!
+//! How deep a transfer must be before it counts (`SETTLEMENT_CONFIRMATIONS`) and how old the
+//! RPC's head may be before its answers are "we do not know" (`BASE_RPC_MAX_HEAD_AGE_S`) are
+//! argued in docs/settlement.md.
 
-use super::{AppEnv, ConfigError, Secret, invalid, parse_or};
+use super::{ConfigError, Secret, invalid, parse_or};
 use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +43,9 @@ pub struct SettlementConfig {
     /// Blocks a receipt must be deep (its own block counts as one) before the payment counts as
     /// settled.
     pub confirmations: u64,
+    /// An RPC whose latest block is older than this (by our wall clock) decides nothing
+    /// (`BASE_RPC_MAX_HEAD_AGE_S`).
+    pub max_head_age: Duration,
 }
 
 /// `SETTLER_MAX_FEE_GWEI`'s default: on Base a settlement uses about 90 000 gas, so 0.5 gwei is at
@@ -44,10 +53,7 @@ pub struct SettlementConfig {
 /// base fee is usually below 0.05 gwei.
 pub const DEFAULT_MAX_FEE_GWEI: &str = "0.5";
 
-pub(super) fn read(
-    var: &impl Fn(&str) -> Option<String>,
-    app_env: AppEnv,
-) -> Result<SettlementConfig, ConfigError> {
+pub(super) fn read(var: &impl Fn(&str) -> Option<String>) -> Result<SettlementConfig, ConfigError> {
     let mode = match var("X402_SETTLEMENT").as_deref() {
         None | Some("facilitator") => SettlementMode::Facilitator,
         Some("self") => SettlementMode::SelfHosted,
@@ -117,6 +123,12 @@ pub(super) fn read(
             "must be between 1 (the receipt's own block) and 64",
         ));
     }
+    let max_head_age_s = super::count_between(
+        "BASE_RPC_MAX_HEAD_AGE_S",
+        var("BASE_RPC_MAX_HEAD_AGE_S"),
+        60,
+        3_600,
+    )?;
     if mode == SettlementMode::SelfHosted {
         if base_rpc_url.is_none() {
             return Err(invalid("BASE_RPC_URL", "X402_SETTLEMENT=self needs it"));
@@ -125,15 +137,6 @@ pub(super) fn read(
             return Err(invalid(
                 "SETTLER_PRIVATE_KEY",
                 "X402_SETTLEMENT=self needs it",
-            ));
-        }
-        if app_env == AppEnv::Production
-            && !base_rpc_url
-                .as_deref()
-                .is_some_and(|u| u.starts_with("https://"))
-        {
-            return Err(ConfigError::UnsafeInProduction(
-                "X402_SETTLEMENT=self over plain http: BASE_RPC_URL must be https",
             ));
         }
     }
@@ -145,7 +148,27 @@ pub(super) fn read(
         max_fee_wei,
         replace_after: Duration::from_secs(replace_after_s),
         confirmations,
+        max_head_age: Duration::from_secs(max_head_age_s),
     })
+}
+
+impl SettlementConfig {
+    /// Production needs a chain to decide (issue 25): without one an unknown outcome can never
+    /// be decided, and a "nonce used" answer cannot be told from a payer's cancellation. Checked
+    /// after the other production refusals, so the first line names the first thing to fix.
+    pub(super) fn refuse_without_a_chain(&self) -> Result<(), ConfigError> {
+        match self.base_rpc_url.as_ref().map(Secret::expose) {
+            None => Err(invalid(
+                "BASE_RPC_URL",
+                "APP_ENV=production needs a chain to decide settlements in both modes: set it to an https:// Base RPC endpoint",
+            )),
+            Some(url) if !url.starts_with("https://") => Err(invalid(
+                "BASE_RPC_URL",
+                "must be https:// with APP_ENV=production",
+            )),
+            Some(_) => Ok(()),
+        }
+    }
 }
 
 /// Gwei as written ("0.5", "2", "0.000000001") in wei; `None` unless positive, with at most 9
@@ -248,16 +271,55 @@ mod tests {
     }
 
     #[test]
-    fn production_self_settlement_needs_https() {
-        let err = config(&[
+    fn production_needs_an_https_rpc_in_both_modes() {
+        let production = [
             ("APP_ENV", "production"),
             ("SMS_PROVIDER", "twilio"),
-            ("X402_SETTLEMENT", "self"),
-            ("BASE_RPC_URL", "http://rpc.example"),
-            ("SETTLER_PRIVATE_KEY", KEY),
-        ])
-        .unwrap_err();
-        assert!(matches!(err, ConfigError::UnsafeInProduction(m) if m.contains("BASE_RPC_URL")));
+            ("X402_FACILITATOR_URL", "https://facilitator.example"),
+        ];
+        for mode in [
+            vec![],
+            vec![("X402_SETTLEMENT", "self"), ("SETTLER_PRIVATE_KEY", KEY)],
+        ] {
+            let with = |rpc: Option<&'static str>| {
+                let mut pairs = production.to_vec();
+                pairs.extend(mode.iter().copied());
+                pairs.extend(rpc.map(|url| ("BASE_RPC_URL", url)));
+                config(&pairs)
+            };
+            let err = with(None).unwrap_err();
+            assert!(
+                matches!(&err, ConfigError::Invalid { var: "BASE_RPC_URL", problem }
+                if problem.contains("https://")),
+                "{err}"
+            );
+            let err = with(Some("http://rpc.example")).unwrap_err();
+            assert!(
+                matches!(
+                    &err,
+                    ConfigError::Invalid {
+                        var: "BASE_RPC_URL",
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+            let c = with(Some("https://rpc.example")).expect("production with an https RPC");
+            assert_eq!(c.settlement.confirmations, 2);
+            assert_eq!(c.settlement.max_head_age.as_secs(), 60);
+        }
+    }
+
+    #[test]
+    fn depth_and_head_age_are_bounded() {
+        for (k, v) in [
+            ("SETTLEMENT_CONFIRMATIONS", "0"),
+            ("SETTLEMENT_CONFIRMATIONS", "65"),
+            ("BASE_RPC_MAX_HEAD_AGE_S", "0"),
+        ] {
+            let err = config(&[(k, v)]).unwrap_err();
+            assert!(err.to_string().starts_with(k), "{err}");
+        }
     }
 
     #[test]

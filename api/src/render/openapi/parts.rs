@@ -5,7 +5,6 @@ use grove_common::{
     catalog::{self, COACHES, MODES, REVIEW_REQUEST},
     config::Config,
     schema::SchemaRegistry,
-    x402,
 };
 use serde_json::{Map, Value, json};
 
@@ -164,8 +163,8 @@ pub(super) fn coaching_call(config: &Config) -> Value {
     let (min, max) = catalog::coaching_price_range();
     let pricing = json!({
         "protocols": ["x402"],
-        "network": x402::NETWORK_V2,
-        "asset": x402::USDC_ADDRESS,
+        "network": config.network.caip2(),
+        "asset": config.network.usdc_address(),
         "pricing": {"mode": "dynamic", "currency": "USD", "default": min.decimal_usd(), "min": min.decimal_usd(), "max": max.decimal_usd(), "by": "mode"},
         "prices": prices,
     });
@@ -189,8 +188,8 @@ pub(super) fn review_request_call(config: &Config) -> Value {
         schema_ref("review_request_response"),
         json!({
             "protocols": ["x402"],
-            "network": x402::NETWORK_V2,
-            "asset": x402::USDC_ADDRESS,
+            "network": config.network.caip2(),
+            "asset": config.network.usdc_address(),
             "pricing": {"mode": "fixed", "currency": "USD", "amount": REVIEW_REQUEST.price.decimal_usd()},
         }),
     )

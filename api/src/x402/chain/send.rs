@@ -169,7 +169,11 @@ impl SelfSettler {
     /// Our transaction reverted: usually someone else submitted the same nonce first. If that was
     /// our very authorization, the money moved to us all the same.
     pub(super) async fn reverted(&self, hash: TxHash, auth: &Authorization) -> SettleOutcome {
-        let state = self.rpc.authorization(&auth.query(lookback_start())).await;
+        let asked_at = SystemClock.wall_unix();
+        let state = self
+            .rpc
+            .authorization(&auth.query(lookback_start(), asked_at))
+            .await;
         tracing::warn!(tx = %hash, ?state, "x402.settle_self reverted");
         match state {
             Ok(AuthorizationState::Paid { transaction }) => SettleOutcome::Settled {
@@ -180,6 +184,8 @@ impl SelfSettler {
             Ok(AuthorizationState::Unused) => SettleOutcome::Refused {
                 reason: "transaction_reverted".into(),
             },
+            // Used just now, by what is not deep enough to tell: reconciliation decides.
+            Ok(AuthorizationState::NotFinal { reason }) => SettleOutcome::unknown(reason),
             // Used, but by what we cannot tell: not a refusal we could stand by.
             Err(e) => SettleOutcome::unknown(e),
         }
