@@ -121,7 +121,7 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
     if let Some(chain) = &chain {
-        env.retain(|(k, _)| !k.starts_with("X402_FACILITATOR"));
+        env.retain(|(k, _)| !k.starts_with("X402_FACILITATOR") && k != "BASE_RPC_URL");
         for (k, v) in [
             ("X402_SETTLEMENT", "self".to_owned()),
             ("BASE_RPC_URL", chain.url.clone()),
