@@ -88,7 +88,11 @@ async fn the_admin_api_refuses_without_or_with_a_wrong_token_and_is_never_on_the
         .expect("reaches");
     assert_eq!(public.status(), 404);
     for path in ["/console", "/admin/v1/payments", "/admin/v1/audit"] {
-        assert_eq!(app.get(path).await.status(), 404, "{path} on the public port");
+        assert_eq!(
+            app.get(path).await.status(),
+            404,
+            "{path} on the public port"
+        );
     }
 }
 

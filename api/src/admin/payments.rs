@@ -31,9 +31,9 @@ use std::collections::HashMap;
 use uuid::Uuid;
 
 /// A settled payment whose transfer left the chain after its call delivered (a reorg): the reorg
-/// watch of issue 25 owns it (`db::payments::status::REORGED` once that lands here) and settles
-/// it again when the transfer is mined again; it is listed so that an operator sees it.
-const REORGED: &str = "reorged";
+/// watch owns it and settles it again when the transfer is mined again; it is listed so that an
+/// operator sees it.
+const REORGED: &str = pay_status::REORGED;
 
 /// The payment states an operator may have to look at; only `unknown` ones are resolved here.
 pub const ATTENTION: [&str; 2] = [pay_status::UNKNOWN, REORGED];
@@ -331,9 +331,6 @@ async fn confirm(
         tracing::warn!(error = %e, payment = %p.id, "chain unreadable for an operator's resolution");
         ApiError::Unavailable("the chain could not be read, so nothing was changed: try again")
     })?;
-    let expired = p
-        .valid_before
-        .is_some_and(|before| state.clock.wall().timestamp() > before);
     let disagrees = |s: String| Err(ApiError::ChainDisagrees(s));
     match (&order.resolution, seen) {
         (Resolution::Settled { transaction }, AuthorizationState::Paid { transaction: paid })
@@ -355,13 +352,14 @@ async fn confirm(
         (Resolution::Unsettled, AuthorizationState::Void { reason }) => {
             Ok((Decision::Unsettled(reason), "chain"))
         }
-        (Resolution::Unsettled, AuthorizationState::Unused) if expired => Ok((
-            Decision::Unsettled("authorization_expired_unused".into()),
-            "chain",
-        )),
+        // Expiry is the chain's word (its `safe` block stamped past validBefore comes back as
+        // Void), never our clock's: until then the authorization may yet be settled.
         (Resolution::Unsettled, AuthorizationState::Unused) => disagrees(
-            "the authorization is unused but still valid, so it may yet be settled: resolve it once it has expired".into(),
+            "the authorization is unused and the chain's safe block is not yet past its validBefore, so it may yet be settled: resolve it later".into(),
         ),
+        (_, AuthorizationState::NotFinal { reason }) => disagrees(format!(
+            "the chain's answer is not final yet ({reason}): try again in a few minutes"
+        )),
         (Resolution::Unsettled, AuthorizationState::Paid { transaction }) => {
             disagrees(format!("the authorization paid us in {transaction}"))
         }

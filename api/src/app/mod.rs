@@ -138,6 +138,7 @@ impl Application {
         let cors = cors(&sandbox_header);
         let stopped = stop.subscribe();
         let limits = crate::limits::Limits::new(&config.limits);
+        let admission = crate::paid::admission::Admission::new(config.call_deadline, &queue);
         let state = AppState::new(Inner {
             config,
             schemas,
@@ -157,6 +158,14 @@ impl Application {
             push_retries: crate::paid::retries::Retries::new(stopped.clone()),
             worker_process: liveness.as_ref().map(|l| l.key()),
             gates,
+            admission,
+        });
+        let follower = state.clone();
+        let follow_until = stopped.clone();
+        tokio::spawn(async move {
+            (follower.admission)
+                .follow(&follower.queue, follow_until)
+                .await;
         });
         tokio::spawn(forget_idle_clients(state.clone(), stopped.clone()));
         tokio::spawn(crate::paid::rerun::run(state.clone(), stopped.clone()));

@@ -146,6 +146,13 @@ pub enum ApiError {
     /// reconciled on schedule); nothing changed.
     #[error("{0}; nothing was changed")]
     NotResolvable(String),
+    /// 503: the coaching calls ahead would not finish within the deadline at the workers'
+    /// measured pace, so a new one is not priced (`paid::admission`). Never answers a request
+    /// whose payment is already held.
+    #[error(
+        "every worker is busy with calls that would not leave room for this one within the deadline, so it is not sold now; nothing was charged: retry after Retry-After seconds"
+    )]
+    OverCapacity { retry_after_s: u64 },
     /// 500: a bug or an outage. The cause, with its own sources, is logged; the client gets
     /// only the request id.
     #[error("internal error")]
@@ -217,6 +224,7 @@ impl ApiError {
             | ApiError::SettlementPending { retry_after_s, .. }
             | ApiError::SettlementUnavailable { retry_after_s }
             | ApiError::RateLimited { retry_after_s }
+            | ApiError::OverCapacity { retry_after_s }
             | ApiError::ProviderUnavailable { retry_after_s, .. } => Some(*retry_after_s),
             ApiError::Unavailable(_) | ApiError::PaymentsDisabled => {
                 Some(NOT_ON_SALE_RETRY_AFTER_S)
@@ -258,6 +266,7 @@ impl ApiError {
             | ApiError::PaymentsDisabled
             | ApiError::SettlementUnavailable { .. }
             | ApiError::DatabaseUnavailable
+            | ApiError::OverCapacity { .. }
             | ApiError::ProviderUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -297,6 +306,7 @@ impl ApiError {
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::ProviderUnavailable { provider, .. } => unavailable_code(*provider),
             ApiError::DatabaseUnavailable => "database_unavailable",
+            ApiError::OverCapacity { .. } => "over_capacity",
             ApiError::Internal(_) => "internal",
         }
     }

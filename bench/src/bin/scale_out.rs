@@ -13,7 +13,6 @@
 //! `redis-server` on PATH.
 
 use grove_bench::paid::{PATH, bodies_and_payments, challenge};
-use grove_common::config::DEFAULT_WORKER_CONCURRENCY;
 use grove_tests::{
     PAY_TO, TestDb,
     facilitator::FakeFacilitator,
@@ -29,8 +28,9 @@ use std::{
 };
 
 const MODEL: Duration = Duration::from_secs(2);
-/// The ScaledObject's (deploy/kubernetes/base/worker-scaler.yaml).
-const TARGET: u64 = DEFAULT_WORKER_CONCURRENCY as u64;
+/// The ScaledObject's target and the workers' `WORKER_CONCURRENCY`, as
+/// deploy/kubernetes/base (worker-scaler.yaml, configmap.yaml) sets them.
+const TARGET: u64 = 32;
 const MIN_REPLICAS: u64 = 1;
 const MAX_REPLICAS: u64 = 20;
 
@@ -123,6 +123,7 @@ async fn step(workers: usize, calls: usize, facilitator: &FakeFacilitator, llm: 
         ("QUEUE_NAMESPACE", "scale".to_owned()),
         // The backlog waits for the workers: no call may time out meanwhile.
         ("CALL_DEADLINE_S", "600".to_owned()),
+        ("WORKER_CONCURRENCY", TARGET.to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
