@@ -189,6 +189,13 @@ pub fn row(args: &Args, c: Recorded) -> Row {
     if let Fault::WorkerKills = fault {
         let _ = write!(notes, "; {}", worst_rerun(&c, &model_calls, &first_model));
     }
+    if let Fault::SettlerRestart = fault {
+        let _ = write!(
+            notes,
+            "; the settler (api) SIGKILLed and restarted {} times; transfers read from the chain's AuthorizationUsed logs",
+            ends.len()
+        );
+    }
     if let Fault::ModelDown(_) = fault {
         let unpriced: u32 = calls.iter().chain(reviews).map(|o| o.unpriced).sum();
         let waited = calls.iter().filter(|o| o.unpriced > 0).count();

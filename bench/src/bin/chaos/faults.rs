@@ -1,7 +1,7 @@
 //! The fault injector: one task per scenario, noting when each fault ended.
 
 use crate::{
-    Args, Fault, KILL_EVERY, WORKERS,
+    Args, Fault, KILL_EVERY, SETTLER_KILL_EVERY, WORKERS,
     client::Rng,
     procs::{Procs, Redis, lock, sigterm, wait_healthy},
 };
@@ -64,6 +64,24 @@ pub async fn inject(
                 lock(&ends).push(Instant::now());
                 k += 1;
                 next += KILL_EVERY;
+            }
+        }
+        Fault::SettlerRestart => {
+            // Kill the api every few seconds while payments arrive, and start it again at once.
+            let until = t0 + args.spread + Duration::from_secs(2);
+            let mut next = t0 + SETTLER_KILL_EVERY / 2;
+            while next < until && !done() {
+                tokio::time::sleep_until(next.into()).await;
+                {
+                    let mut p = lock(&procs);
+                    p.api_restarting = true;
+                    p.kill_api();
+                    p.start_api();
+                }
+                wait_healthy(client, base).await;
+                lock(&procs).api_restarting = false;
+                lock(&ends).push(Instant::now());
+                next += SETTLER_KILL_EVERY;
             }
         }
         Fault::RedisPause(ms) => {

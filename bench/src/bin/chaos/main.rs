@@ -32,6 +32,12 @@
 //! 60 s drain counts as delivered, not as money taken without a result (the service finishes
 //! paid work by itself, e.g. re-runs calls that failed in a model outage once its gate closes).
 //!
+//! "Settler restarted mid-send": settlement is our own (`X402_SETTLEMENT=self`) on anvil (needs
+//! `scripts/anvil`) with a block every second and `SETTLEMENT_CONFIRMATIONS=2`, so most kills
+//! land while a transaction is being sent or awaited; the api is SIGKILLed every 4 s over the
+//! arrivals and restarted at once. Transfers are read from the chain (USDC's `AuthorizationUsed`
+//! logs of the clients' wallet), not from the facilitator.
+//!
 //! Modules: `procs` (Redis, api, workers, supervisor), `model` (recording proxy), `client`
 //! (retrying clients), `faults` (the injector), `run` (one scenario), `count` (its row).
 
@@ -132,7 +138,14 @@ pub enum Fault {
     /// PostgreSQL (a private server) stopped at once and started 3 s later, with nothing to
     /// restart a process that exits (issue 27).
     PostgresRestart,
+    /// Our own settlement (`X402_SETTLEMENT=self`) on anvil, blocks every second: the `api`
+    /// (the settler) SIGKILLed every `SETTLER_KILL_EVERY` while payments arrive, and restarted
+    /// at once (issue 25).
+    SettlerRestart,
 }
+
+/// How often the settler is killed in the "settler restarted mid-send" scenario.
+pub const SETTLER_KILL_EVERY: Duration = Duration::from_secs(4);
 
 const SCENARIOS: &[(&str, Fault)] = &[
     ("baseline", Fault::None),
@@ -158,6 +171,10 @@ const SCENARIOS: &[(&str, Fault)] = &[
     ("api SIGTERM + restart", Fault::ApiTerm),
     ("model down for 30 s under load", Fault::ModelDown(30)),
     ("PostgreSQL restart, no supervisor", Fault::PostgresRestart),
+    (
+        "settler restarted mid-send (self settlement on anvil)",
+        Fault::SettlerRestart,
+    ),
 ];
 
 fn print_table(rows: &[Row], args: &Args) -> String {

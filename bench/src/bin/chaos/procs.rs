@@ -160,6 +160,14 @@ impl Procs {
         self.api = Some(self.spawn("api", "api.log"));
     }
 
+    /// SIGKILL: no drain, no goodbye, whatever it was sending cut where it stood.
+    pub fn kill_api(&mut self) {
+        if let Some(mut c) = self.api.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
     pub fn start_worker(&mut self, i: usize) {
         self.workers[i] = Some(self.spawn("worker", &format!("worker-{i}.log")));
     }

@@ -79,9 +79,18 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
         }
     }
 
+    // Our own settlement on a chain with a block every second (the settler-restart scenario).
+    let chain = match fault {
+        Fault::SettlerRestart => Some(
+            grove_tests::chain::Chain::start_with(&["--block-time", "1"])
+                .await
+                .expect("the local chain (scripts/anvil)"),
+        ),
+        _ => None,
+    };
     let api_port = free_port();
     let base = format!("http://127.0.0.1:{api_port}");
-    let env: Vec<(String, String)> = [
+    let mut env: Vec<(String, String)> = [
         ("BIND_ADDR", format!("127.0.0.1:{api_port}")),
         // Whatever else runs on this machine: the admin listener on a port of its own.
         ("ADMIN_ADDR", "127.0.0.1:0".into()),
@@ -111,6 +120,20 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
+    if let Some(chain) = &chain {
+        env.retain(|(k, _)| !k.starts_with("X402_FACILITATOR") && k != "BASE_RPC_URL");
+        for (k, v) in [
+            ("X402_SETTLEMENT", "self".to_owned()),
+            ("BASE_RPC_URL", chain.url.clone()),
+            (
+                "SETTLER_PRIVATE_KEY",
+                grove_tests::chain::SETTLER_KEY.to_owned(),
+            ),
+            ("SETTLEMENT_CONFIRMATIONS", "2".to_owned()),
+        ] {
+            env.push((k.to_owned(), v));
+        }
+    }
     let procs = Arc::new(Mutex::new(Procs {
         bins: bins.to_path_buf(),
         logs: dir.clone(),
@@ -174,6 +197,10 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
     let call_challenge = challenge(CALL_PATH, call_body(0)).await;
     let review_challenge = challenge(REVIEW_PATH, review_body(0)).await;
     let wallet = Arc::new(TestWallet::new());
+    if let Some(chain) = &chain {
+        // More than every request could cost.
+        chain.mint(wallet.address(), 1_000_000_000_000).await;
+    }
 
     let (stop_supervisor, mut supervisor_stopped) = tokio::sync::watch::channel(false);
     let supervisor = {
@@ -390,6 +417,18 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    // On our own chain, every transfer is an `AuthorizationUsed` log of the clients' wallet.
+    let chain_nonces = match &chain {
+        Some(chain) => Some(
+            chain
+                .used_nonces(wallet.address())
+                .await
+                .iter()
+                .map(|n| format!("{n:#x}"))
+                .collect::<Vec<_>>(),
+        ),
+        None => None,
+    };
     let _ = stop_supervisor.send(true);
     let _ = supervisor.await;
     let exits = std::mem::take(&mut lock(&procs).exits);
@@ -403,8 +442,19 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
             dir,
             calls,
             reviews,
-            settle_requests: facilitator.requests(),
-            chain_transfers: facilitator.transfers(),
+            chain_transfers: chain_nonces
+                .as_ref()
+                .map_or_else(|| facilitator.transfers(), Vec::len),
+            settle_requests: match chain_nonces {
+                // One settlement per transfer, as the counting reads the facilitator's.
+                Some(nonces) => nonces
+                    .into_iter()
+                    .map(
+                        |n| json!({"paymentPayload": {"payload": {"authorization": {"nonce": n}}}}),
+                    )
+                    .collect(),
+                None => facilitator.requests(),
+            },
             messages,
             untexted,
             texted_states,
