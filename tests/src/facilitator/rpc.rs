@@ -8,8 +8,9 @@
 //! transfer younger than that is not in it yet.
 
 use super::{Inner, read};
+use crate::chain::USDC;
 use axum::{Json, extract::State};
-use grove_http::{IUsdc, USDC};
+use grove_http::IUsdc;
 use serde_json::{Value, json};
 use std::{
     sync::{Arc, atomic::Ordering},
