@@ -9,12 +9,13 @@ use grove_common::{
     config::{Config, Network},
 };
 use grove_tests::{
-    PAY_TO, TestDb, coaching_body, default_env,
+    PAY_TO, TestDb,
+    chain::Chain,
+    coaching_body, default_env,
     llm::caller_body,
     mcp::{self, assert_payment_required_on, call, rig_with, tool_arguments},
     paid::{Options, PaidApp, spawn_paid},
-    spawn_app_with, start,
-    twilio::FakeTwilio,
+    spawn_app_with,
     x402::{PayOptions, decode_b64_json},
 };
 use serde_json::{Value, json};
@@ -245,7 +246,9 @@ async fn a_mainnet_server_refuses_a_payment_signed_for_sepolia() {
 #[tokio::test]
 async fn an_official_mcp_client_pays_on_the_testnet() {
     let Some(python) = mcp::python() else { return };
+    // The fake facilitator's own chain answers as Base mainnet does: none is read here.
     let rig = rig_with(Options {
+        fake_chain: false,
         extra_env: vec![(SEPOLIA.0.into(), SEPOLIA.1.into())],
         ..Options::default()
     })
@@ -284,6 +287,7 @@ fn production(extra: &[(&str, &str)]) -> Result<Config, String> {
         ("TWILIO_ACCOUNT_SID", "AC00000000000000000000000000000000"),
         ("TWILIO_AUTH_TOKEN", "token"),
         ("TWILIO_FROM", "+15550100"),
+        ("BASE_RPC_URL", "https://sepolia.base.org"),
     ]
     .iter()
     .chain(extra)
@@ -305,27 +309,40 @@ fn production_refuses_the_testnet_unless_allowed_and_names_the_fix() {
     assert_eq!(production(&[]).expect("mainnet").network, Network::Base);
 }
 
-#[tokio::test]
-async fn production_starts_on_the_testnet_when_allowed_and_sells_on_it() {
+/// Starts the api on `chain` with `X402_NETWORK=base-sepolia` (development): what start-up says.
+async fn start_on_testnet(chain: &Chain) -> Result<(), String> {
     let db = TestDb::new().await;
-    let twilio = FakeTwilio::start().await;
-    let config = production(&[
+    let mut env = default_env();
+    for (k, v) in [
         SEPOLIA,
-        ("X402_ALLOW_TESTNET", "true"),
-        ("DATABASE_URL", &db.url),
-        ("TWILIO_BASE_URL", twilio.url()),
-    ])
-    .expect("allowed on purpose");
-    let app = start(config).await;
-    let r = app
-        .post_json(&path(), &coaching_body("diagnose_growth"), &[])
+        ("DATABASE_URL", db.url.as_str()),
+        ("BASE_RPC_URL", chain.url.as_str()),
+    ] {
+        env.insert(k.into(), v.into());
+    }
+    let config = Config::from_map(&env).expect("configuration");
+    grove::build(config)
+        .await
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn start_up_accepts_a_base_sepolia_chain_with_its_usdc_and_refuses_base_mainnet() {
+    let Some(mainnet) = Chain::start().await else {
+        return;
+    };
+    assert_eq!(
+        start_on_testnet(&mainnet).await,
+        Err("settlement: BASE_RPC_URL serves chain 8453, not Base Sepolia (84532): point it at a Base Sepolia JSON-RPC endpoint".into())
+    );
+    let Some(sepolia) = Chain::start_on_chain(84532, &[]).await else {
+        return;
+    };
+    let no_usdc = start_on_testnet(&sepolia).await.expect_err("no USDC there");
+    assert!(no_usdc.contains(SEPOLIA_USDC), "{no_usdc}");
+    sepolia
+        .token_also_at(SEPOLIA_USDC.parse().expect("address"))
         .await;
-    assert_eq!(r.status(), 402);
-    let header = r.headers()["payment-required"].to_str().expect("ascii");
-    let v2 = decode_b64_json(header);
-    assert_eq!(v2["accepts"][0]["network"], "eip155:84532");
-    assert_eq!(v2["accepts"][0]["asset"], SEPOLIA_USDC);
-    // A facilitator settles: nothing is labelled as local development.
-    let description = v2["resource"]["description"].as_str().expect("text");
-    assert!(!description.contains("development"), "{description}");
+    assert_eq!(start_on_testnet(&sepolia).await, Ok(()));
 }
