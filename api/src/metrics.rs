@@ -23,6 +23,8 @@ struct Inner {
     payment_refusals: BTreeMap<String, u64>,
     rate_limited: BTreeMap<&'static str, u64>,
     gate_refusals: BTreeMap<String, u64>,
+    /// Unpaid coaching requests answered 503 `over_capacity` (`paid::admission`).
+    over_capacity: u64,
     job_latency: Histogram,
 }
 
@@ -37,6 +39,9 @@ pub struct QueueGauges {
     pub consumers: Option<Vec<(&'static str, u64)>>,
     /// Settled calls whose failed push is being retried.
     pub push_retries: usize,
+    /// What admission reads: the workers' coaching load, and the calls ahead of a new one
+    /// (`paid::admission`).
+    pub admission: (grove_common::load::Load, u64),
 }
 
 impl Metrics {
@@ -68,6 +73,10 @@ impl Metrics {
     }
 
     /// A request answered 503 instead of a price because `provider`'s health gate was open.
+    pub fn over_capacity(&self) {
+        self.with(|m| m.over_capacity += 1);
+    }
+
     pub fn gate_refusal(&self, provider: &str) {
         self.with(|m| *m.gate_refusals.entry(provider.to_owned()).or_default() += 1);
     }
@@ -129,6 +138,11 @@ impl Metrics {
         for (limit, n) in &m.rate_limited {
             let _ = writeln!(out, "grove_rate_limited_total{{limit=\"{limit}\"}} {n}");
         }
+        let _ = writeln!(
+            out,
+            "# HELP grove_over_capacity_total Unpaid coaching requests answered 503 instead of a price because the calls ahead would not finish within the deadline.\n# TYPE grove_over_capacity_total counter\ngrove_over_capacity_total {}",
+            m.over_capacity
+        );
         let _ = writeln!(
             out,
             "# HELP grove_gate_refusals_total Requests answered 503 instead of a price because their provider's health gate was open, by provider.\n# TYPE grove_gate_refusals_total counter"
@@ -214,6 +228,20 @@ impl Metrics {
             for (name, n) in consumers {
                 let _ = writeln!(out, "grove_queue_consumers{{queue=\"{name}\"}} {n}");
             }
+        }
+        let (load, ahead) = &queue.admission;
+        let _ = writeln!(
+            out,
+            "# HELP grove_admission_capacity Coaching jobs the workers run at once, as admission sees them.\n# TYPE grove_admission_capacity gauge\ngrove_admission_capacity {}\n# HELP grove_admission_ahead Coaching calls ahead of a new one: held by the workers, queued, being settled, or quoted a price moments ago.\n# TYPE grove_admission_ahead gauge\ngrove_admission_ahead {ahead}\n# HELP grove_admission_completions_per_second Coaching runs finished per second over the last minute.\n# TYPE grove_admission_completions_per_second gauge\ngrove_admission_completions_per_second {}",
+            load.capacity,
+            load.completions_per_s()
+        );
+        if let Some(service) = load.service_time() {
+            let _ = writeln!(
+                out,
+                "# HELP grove_admission_service_seconds Mean time of one coaching run over the last minute.\n# TYPE grove_admission_service_seconds gauge\ngrove_admission_service_seconds {}",
+                service.as_secs_f64()
+            );
         }
         let _ = writeln!(
             out,

@@ -3,6 +3,8 @@
 //! Every variable is documented with its default in `.env.example`. Parsing fails fast with a
 //! message naming the variable; secrets are wrapped so that they never reach a log line.
 
+mod admin;
+pub use admin::{AdminConfig, AdminToken, DEFAULT_ADMIN_ADDR};
 mod cdp;
 pub use cdp::{CDP_FACILITATOR_URL, CdpCredentials, CdpKey};
 mod limits;
@@ -54,9 +56,16 @@ pub enum LogFormat {
     Json,
 }
 
-/// Jobs of one kind a worker process runs at once by default. They wait on the model or Twilio
-/// most of the time; with a 2 s model, 32 at once is 16 coaching calls a second per process.
-pub const DEFAULT_WORKER_CONCURRENCY: usize = 32;
+/// Jobs of one kind a worker process runs at once by default. A coaching job spends nearly all
+/// its time waiting on the model (5-60 s an answer), holding a few tens of KiB and no thread, so
+/// the bound is memory and the provider's own limits (`LLM_MAX_CONCURRENCY`,
+/// `LLM_TOKENS_PER_MIN`), not CPU: 4,096 at once is 410 calls a second with a 10 s model, and
+/// a few hundred MiB (docs/performance.md). It was 32, which held a 10 s model to 3 calls a
+/// second per process.
+pub const DEFAULT_WORKER_CONCURRENCY: usize = 4096;
+
+/// The most `WORKER_CONCURRENCY` accepts.
+pub const MAX_WORKER_CONCURRENCY: usize = 100_000;
 
 /// PostgreSQL connections a process keeps open by default (`DATABASE_POOL_SIZE`). A statement
 /// holds one for a round trip, so a few serve hundreds of paid calls a second; more busy
@@ -82,6 +91,8 @@ pub enum SqliteSync {
 pub struct Config {
     pub app_env: AppEnv,
     pub bind_addr: SocketAddr,
+    /// `ADMIN_ADDR` and `ADMIN_TOKENS`: the admin listener (metrics, admin API, console).
+    pub admin: AdminConfig,
     /// Base of every absolute address we publish; never taken from a request's Host header.
     pub public_base_url: String,
     pub service_name: String,
@@ -115,7 +126,7 @@ pub struct Config {
     pub call_deadline: Duration,
     /// `HEALTH_*`: when a provider's health gate opens, and how it is probed.
     pub health: HealthPolicy,
-    /// `WORKER_CONCURRENCY`: jobs of one kind a worker process runs at once (1-1024).
+    /// `WORKER_CONCURRENCY`: jobs of one kind a worker process runs at once (1-100,000).
     pub worker_concurrency: usize,
     /// How often the sweeper looks for due review sends and follow-ups.
     pub sweep_interval: Duration,
@@ -257,7 +268,7 @@ impl Config {
             "WORKER_CONCURRENCY",
             var("WORKER_CONCURRENCY"),
             DEFAULT_WORKER_CONCURRENCY,
-            1024,
+            MAX_WORKER_CONCURRENCY,
         )?;
         let database_pool: u32 = count_between(
             "DATABASE_POOL_SIZE",
@@ -290,6 +301,7 @@ impl Config {
         let config = Config {
             app_env,
             bind_addr,
+            admin: admin::read(&var)?,
             public_base_url,
             service_name,
             database_url: var("DATABASE_URL").map(Secret::new),

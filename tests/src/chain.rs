@@ -39,6 +39,9 @@ sol! {
     }
 }
 
+/// The test chain's initial base fee, in wei (0.01 gwei).
+pub const BASE_FEE_WEI: &str = "10000000";
+
 /// Anvil's second development account, unlocked: it mints test USDC.
 const MINTER: &str = "0x70997970C51812dc3A010C7D01b50e0d17dc79C8";
 
@@ -133,6 +136,10 @@ impl Chain {
         };
         let mut child = Command::new(&tools.anvil)
             .args([
+                // Base's base fee (usually well below 0.05 gwei), not anvil's 1 gwei, so that
+                // settlements fit under `SETTLER_MAX_FEE_GWEI`'s default as they do on Base.
+                "--base-fee",
+                BASE_FEE_WEI,
                 "--chain-id",
                 &chain_id.to_string(),
                 "--host",
@@ -296,6 +303,11 @@ impl Chain {
 
     /// How many `AuthorizationUsed` events USDC emitted for `authorizer`.
     pub async fn authorizations_used(&self, authorizer: Address) -> usize {
+        self.used_nonces(authorizer).await.len()
+    }
+
+    /// The nonces of `authorizer`'s `AuthorizationUsed` events, one per event.
+    pub async fn used_nonces(&self, authorizer: Address) -> Vec<B256> {
         let logs = self
             .rpc(
                 "eth_getLogs",
@@ -307,7 +319,11 @@ impl Chain {
                 }]),
             )
             .await;
-        logs.as_array().expect("logs").len()
+        logs.as_array()
+            .expect("logs")
+            .iter()
+            .filter_map(|log| log["topics"][2].as_str()?.parse().ok())
+            .collect()
     }
 
     /// Transactions `who` has sent that are not mined yet.
@@ -369,6 +385,17 @@ impl Chain {
             .rpc("eth_getTransactionCount", json!([who, "latest"]))
             .await;
         u64::from_str_radix(n.as_str().expect("hex").trim_start_matches("0x"), 16).expect("hex")
+    }
+}
+
+/// Our own settlement's options for the test chain: the configuration's defaults, except one
+/// confirmation (the chain mines only when a transaction arrives) and `timeout`.
+pub fn settler_options(timeout: Duration) -> grove_http::SettlerOptions {
+    let env: std::collections::HashMap<String, String> = crate::default_env();
+    let config = grove_common::config::Config::from_map(&env).expect("the test configuration");
+    grove_http::SettlerOptions {
+        timeout,
+        ..grove_http::SettlerOptions::from(&config.settlement)
     }
 }
 

@@ -70,6 +70,8 @@ struct Inner {
     used: Mutex<std::collections::HashMap<String, rpc::Transfer>>,
     /// Seconds the JSON-RPC view lags the fake chain (`rpc`).
     rpc_lag_s: std::sync::atomic::AtomicU64,
+    /// The chain id its JSON-RPC view answers (8453 unless `serve_chain` changed it).
+    chain_id: std::sync::atomic::AtomicU64,
     /// The JSON-RPC endpoint answers 503 to everything.
     rpc_down: std::sync::atomic::AtomicBool,
     transfers: AtomicUsize,
@@ -165,6 +167,12 @@ impl FakeFacilitator {
     /// `Transfer` logs, the `safe` block at the head. Reconciliation reads it as it reads Base.
     pub fn rpc_url(&self) -> String {
         format!("{}/rpc", self.url)
+    }
+
+    /// From now on the JSON-RPC view answers `eth_chainId` with `chain_id` (84532: Base Sepolia,
+    /// for a rig on the testnet).
+    pub fn serve_chain(&self, chain_id: u64) {
+        self.inner.chain_id.store(chain_id, Ordering::SeqCst);
     }
 
     /// From now on the JSON-RPC view lags the fake chain by `secs`: its head is that old, and a

@@ -108,6 +108,14 @@ pub async fn spawn_paid(opts: Options) -> PaidApp {
         env.insert("X402_FACILITATOR_URL".into(), facilitator.url().to_owned());
         if opts.fake_chain {
             env.insert("BASE_RPC_URL".into(), facilitator.rpc_url());
+            // The fake's chain is the network the rig sells on.
+            if opts
+                .extra_env
+                .iter()
+                .any(|(k, v)| k == "X402_NETWORK" && v == "base-sepolia")
+            {
+                facilitator.serve_chain(84532);
+            }
         }
     }
     if opts.twilio {
@@ -291,7 +299,10 @@ pub fn start_process<'a>(
         .env(
             "RUST_LOG",
             std::env::var("GROVE_TEST_PROCESS_LOGS").unwrap_or_else(|_| "warn".into()),
-        );
+        )
+        // Processes run side by side: an api's admin listener on a port of its own unless
+        // `env` says otherwise.
+        .env("ADMIN_ADDR", "127.0.0.1:0");
     for (k, v) in env {
         cmd.env(k, v);
     }

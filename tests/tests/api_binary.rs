@@ -11,7 +11,10 @@ use std::{
 use grove_tests::free_port;
 
 fn api() -> Command {
-    Command::new(grove_tests::binary("api"))
+    let mut api = Command::new(grove_tests::binary("api"));
+    // Tests run side by side: the admin listener on a port of its own.
+    api.env("ADMIN_ADDR", "127.0.0.1:0");
+    api
 }
 
 #[test]

@@ -26,7 +26,7 @@ async fn settler(chain: &Chain, timeout: Duration) -> SelfSettler {
     SelfSettler::connect(
         &Secret::new(&chain.url),
         &Secret::new(SETTLER_KEY),
-        timeout,
+        grove_tests::chain::settler_options(timeout),
         Network::Base,
     )
     .await
@@ -330,7 +330,14 @@ async fn the_settler_refuses_an_endpoint_of_another_network_than_the_configured_
         return;
     };
     let (url, key) = (Secret::new(&mainnet.url), Secret::new(SETTLER_KEY));
-    let connect = |network| SelfSettler::connect(&url, &key, Duration::from_secs(5), network);
+    let connect = |network| {
+        SelfSettler::connect(
+            &url,
+            &key,
+            grove_tests::chain::settler_options(Duration::from_secs(5)),
+            network,
+        )
+    };
     match connect(Network::BaseSepolia).await {
         Err(e) => assert_eq!(
             e.to_string(),

@@ -6,16 +6,18 @@
 
 use grove_common::{
     catalog::paths,
-    config::{Config, Network},
+    config::{Config, Network, Secret},
 };
 use grove_tests::{
     PAY_TO, TestDb,
     chain::Chain,
     coaching_body, default_env,
+    facilitator::FakeFacilitator,
     llm::caller_body,
     mcp::{self, assert_payment_required_on, call, rig_with, tool_arguments},
     paid::{Options, PaidApp, spawn_paid},
-    spawn_app_with,
+    spawn_app_with, start,
+    twilio::FakeTwilio,
     x402::{PayOptions, decode_b64_json},
 };
 use serde_json::{Value, json};
@@ -246,9 +248,7 @@ async fn a_mainnet_server_refuses_a_payment_signed_for_sepolia() {
 #[tokio::test]
 async fn an_official_mcp_client_pays_on_the_testnet() {
     let Some(python) = mcp::python() else { return };
-    // The fake facilitator's own chain answers as Base mainnet does: none is read here.
     let rig = rig_with(Options {
-        fake_chain: false,
         extra_env: vec![(SEPOLIA.0.into(), SEPOLIA.1.into())],
         ..Options::default()
     })
@@ -283,11 +283,11 @@ fn production(extra: &[(&str, &str)]) -> Result<Config, String> {
     for (k, v) in [
         ("APP_ENV", "production"),
         ("X402_FACILITATOR_URL", "https://x402.org/facilitator"),
+        ("BASE_RPC_URL", "https://sepolia.base.org"),
         ("SMS_PROVIDER", "twilio"),
         ("TWILIO_ACCOUNT_SID", "AC00000000000000000000000000000000"),
         ("TWILIO_AUTH_TOKEN", "token"),
         ("TWILIO_FROM", "+15550100"),
-        ("BASE_RPC_URL", "https://sepolia.base.org"),
     ]
     .iter()
     .chain(extra)
@@ -307,6 +307,37 @@ fn production_refuses_the_testnet_unless_allowed_and_names_the_fix() {
     let allowed = production(&[SEPOLIA, ("X402_ALLOW_TESTNET", "true")]).expect("allowed");
     assert_eq!(allowed.network, Network::BaseSepolia);
     assert_eq!(production(&[]).expect("mainnet").network, Network::Base);
+}
+
+#[tokio::test]
+async fn production_starts_on_the_testnet_when_allowed_and_sells_on_it() {
+    let db = TestDb::new().await;
+    let twilio = FakeTwilio::start().await;
+    let config = production(&[
+        SEPOLIA,
+        ("X402_ALLOW_TESTNET", "true"),
+        ("DATABASE_URL", &db.url),
+        ("TWILIO_BASE_URL", twilio.url()),
+    ])
+    .expect("allowed on purpose");
+    // Start-up reads the chain: a loopback one answering Base Sepolia's id stands in for the
+    // https endpoint production requires (the https rule itself is a configuration test).
+    let chain = FakeFacilitator::start().await;
+    chain.serve_chain(84532);
+    let mut config = config;
+    config.settlement.base_rpc_url = Some(Secret::new(chain.rpc_url()));
+    let app = start(config).await;
+    let r = app
+        .post_json(&path(), &coaching_body("diagnose_growth"), &[])
+        .await;
+    assert_eq!(r.status(), 402);
+    let header = r.headers()["payment-required"].to_str().expect("ascii");
+    let v2 = decode_b64_json(header);
+    assert_eq!(v2["accepts"][0]["network"], "eip155:84532");
+    assert_eq!(v2["accepts"][0]["asset"], SEPOLIA_USDC);
+    // A facilitator settles: nothing is labelled as local development.
+    let description = v2["resource"]["description"].as_str().expect("text");
+    assert!(!description.contains("development"), "{description}");
 }
 
 /// Starts the api on `chain` with `X402_NETWORK=base-sepolia` (development): what start-up says.

@@ -83,6 +83,7 @@ pub(super) async fn metrics(State(state): State<AppState>) -> impl IntoResponse 
         stats: state.queue.stats().await.ok().flatten(),
         consumers: state.queue.consumers().await.ok().flatten(),
         push_retries: state.push_retries.count(),
+        admission: state.admission.gauges(),
     };
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

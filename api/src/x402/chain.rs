@@ -8,11 +8,15 @@
 
 mod authorization;
 mod facts;
+mod fees;
 pub(crate) use facts::rpc_fix;
 mod follow;
 mod lookup;
+mod node_answer;
+mod nonce;
 mod rpc;
 mod send;
+mod versions;
 // Smart-wallet payers: ERC-1271 / ERC-6492 checks, and deploying the payer's wallet (issue 25).
 mod wallet;
 
@@ -22,17 +26,20 @@ use super::settle::{
     Settler, TransferStanding,
 };
 use alloy_network::EthereumWallet;
-use alloy_primitives::{Address, B256};
+use alloy_primitives::{Address, B256, TxHash};
 use alloy_provider::Provider;
 use alloy_signer_local::PrivateKeySigner;
 use alloy_sol_types::sol;
 use async_trait::async_trait;
 use authorization::Authorization;
-use grove_common::config::{Network, Secret};
+use grove_common::config::{Network, Secret, SettlementConfig};
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Mutex;
+use tokio::{sync::Mutex, time::Instant};
 
 pub use lookup::{EXPIRY_MARGIN_S, Finality};
+pub use nonce::{HeldNonce, LocalNonces, NonceStore};
 pub use rpc::ChainReader;
 use rpc::Rpc;
 pub use wallet::{ChainWallets, MULTICALL3};
@@ -69,25 +76,52 @@ pub enum ChainError {
     NotOurChain(String),
 }
 
+/// How our own settlement sends and waits (docs/settlement.md).
+#[derive(Clone, Debug)]
+pub struct SettlerOptions {
+    /// Bounds one settlement, receipt included (`X402_SETTLE_TIMEOUT_S`).
+    pub timeout: Duration,
+    /// The highest `maxFeePerGas` signed, in wei (`SETTLER_MAX_FEE_GWEI`).
+    pub max_fee_wei: u128,
+    /// A transaction pending this long is replaced (`SETTLER_REPLACE_AFTER_S`).
+    pub replace_after: Duration,
+    /// Blocks a receipt must be deep, its own included (`SETTLEMENT_CONFIRMATIONS`).
+    pub confirmations: u64,
+}
+
+impl From<&SettlementConfig> for SettlerOptions {
+    fn from(c: &SettlementConfig) -> Self {
+        Self {
+            timeout: c.timeout,
+            max_fee_wei: c.max_fee_wei,
+            replace_after: c.replace_after,
+            confirmations: c.confirmations,
+        }
+    }
+}
+
 /// Settles payments by sending `transferWithAuthorization` from the settler key.
 pub struct SelfSettler {
     rpc: Rpc,
     wallet: EthereumWallet,
     settler: Address,
     chain_id: u64,
-    timeout: Duration,
-    /// The settler key's next transaction nonce; `None` means "ask the chain". Held across the
-    /// send, so concurrent settlements take consecutive nonces and none is skipped or reused.
-    next_nonce: Mutex<Option<u64>>,
+    options: SettlerOptions,
+    /// The settler key's next transaction nonce, held across each send (`nonce`).
+    nonces: Arc<dyn NonceStore>,
+    /// One send at a time in this process (then one at a time across processes: `nonces`).
+    sending: Mutex<()>,
+    /// When reconciliation first saw each pending transaction (`follow`).
+    pending_since: std::sync::Mutex<HashMap<TxHash, Instant>>,
 }
 
 impl SelfSettler {
     /// Connects and checks that the endpoint serves `network` (chain 8453 for Base, 84532 for
-    /// Base Sepolia). `timeout` bounds one settlement, receipt included (`X402_SETTLE_TIMEOUT_S`).
+    /// Base Sepolia). The nonce counter is this process's own until `with_nonces` shares it.
     pub async fn connect(
         rpc_url: &Secret,
         private_key: &Secret,
-        timeout: Duration,
+        options: SettlerOptions,
         network: Network,
     ) -> Result<Self, ChainError> {
         let signer: PrivateKeySigner = private_key
@@ -111,14 +145,22 @@ impl SelfSettler {
             wallet: EthereumWallet::from(signer),
             rpc,
             chain_id,
-            timeout,
-            next_nonce: Mutex::new(None),
+            options,
+            nonces: Arc::new(LocalNonces::default()),
+            sending: Mutex::new(()),
+            pending_since: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
     /// Reads (reconciliation, reverts) at `finality` rather than the defaults.
     pub fn with_finality(mut self, finality: Finality) -> Self {
         self.rpc.finality = finality;
+        self
+    }
+
+    /// Keeps the settler key's nonce counter in `store` (shared by `api` replicas).
+    pub fn with_nonces(mut self, store: Arc<dyn NonceStore>) -> Self {
+        self.nonces = store;
         self
     }
 

@@ -34,16 +34,42 @@ pub enum SettleOutcome {
 /// `settlement_pending` answer (or an answer we cannot attribute) named, or one we sent ourselves.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SentTransaction {
+    /// The latest version's hash.
     pub hash: String,
-    /// The signed transaction (EIP-2718, 0x-hex) when we sent it: reconciliation hands the node
-    /// exactly these bytes again, and sends a new transaction only once this one provably never
-    /// will be mined.
+    /// When we sent it: every signed version (EIP-2718, 0x-hex, oldest first, comma-separated;
+    /// a replacement at the same nonce with higher fees is a new version). Reconciliation follows
+    /// them all, hands the node the latest again, and sends a new transaction only once none of
+    /// them ever can be mined.
     pub raw: Option<String>,
 }
 
 /// The refusal reason of our own settlement when nothing was sent because of us (the RPC is
 /// unreachable, the key cannot sign, the deadline passed in our queue): the operator's fault too.
 pub const SETTLER_UNAVAILABLE: &str = "settlement_unavailable";
+
+/// Why our own settlement sent nothing, when the node or our limits said so before broadcast
+/// (docs/settlement.md, "Sending a settlement"). Each is the operator's fault, never the
+/// payer's: the payment is released and the same authorization settles once it is fixed.
+pub mod not_sent {
+    /// The settler key has too little ETH for the gas.
+    pub const SETTLER_OUT_OF_FUNDS: &str = "settler_out_of_funds";
+    /// The base fee is above `SETTLER_MAX_FEE_GWEI`, or rose above our fee before the send.
+    pub const FEE_ABOVE_CAP: &str = "fee_above_cap";
+    /// The RPC provider's rate limit (HTTP 429, JSON-RPC -32005).
+    pub const RATE_LIMITED: &str = "rpc_rate_limited";
+    /// The settler key's nonce stayed taken by another sender after a fresh read.
+    pub const NONCE_TAKEN: &str = "settler_nonce_taken";
+    /// Any other refusal by the node of a transaction it did not take.
+    pub const NODE_REFUSED: &str = "node_refused";
+
+    pub(crate) const ALL: [&str; 5] = [
+        SETTLER_OUT_OF_FUNDS,
+        FEE_ABOVE_CAP,
+        RATE_LIMITED,
+        NONCE_TAKEN,
+        NODE_REFUSED,
+    ];
+}
 
 impl SettleOutcome {
     /// The metric label.
@@ -70,7 +96,8 @@ impl SettleOutcome {
     /// stays usable.
     pub fn is_operator_fault(&self) -> bool {
         matches!(self, Self::Refused { reason }
-            if reason == FACILITATOR_UNAUTHORIZED || reason == SETTLER_UNAVAILABLE)
+            if reason == FACILITATOR_UNAUTHORIZED || reason == SETTLER_UNAVAILABLE
+                || not_sent::ALL.contains(&reason.as_str()))
     }
 }
 

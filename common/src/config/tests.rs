@@ -111,6 +111,20 @@ fn bad_values_name_their_variable() {
         let err = config(&[(k, v)]).unwrap_err();
         assert!(err.to_string().starts_with(k), "{err}");
     }
+    for (k, v) in [("LLM_MAX_CONCURRENCY", "0"), ("LLM_TOKENS_PER_MIN", "lots")] {
+        let err = config(&[("LLM_PROVIDER", "openai"), (k, v)]).unwrap_err();
+        assert!(err.to_string().starts_with(k), "{err}");
+    }
+    let limited = config(&[
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_MAX_CONCURRENCY", "500"),
+        ("LLM_TOKENS_PER_MIN", "2000000"),
+    ])
+    .expect("parses")
+    .llm
+    .expect("a provider");
+    assert_eq!(limited.max_concurrency, Some(500));
+    assert_eq!(limited.tokens_per_min, Some(2_000_000));
     // A hosted model's key is required where the model is called, not by configuration.
     let llm = config(&[("LLM_PROVIDER", "anthropic")])
         .expect("parses without a key")

@@ -147,7 +147,10 @@ fn answer(inner: &Inner, body: &Value) -> Json<Value> {
     let head = transfers.last().map_or(0, |t| t.block);
     let params = &body["params"];
     let result = match body["method"].as_str().unwrap_or_default() {
-        "eth_chainId" => json!("0x2105"),
+        "eth_chainId" => match inner.chain_id.load(Ordering::SeqCst) {
+            0 => json!("0x2105"),
+            id => json!(hex(id)),
+        },
         "eth_blockNumber" => json!(hex(head)),
         "eth_getCode" => json!("0x6080"),
         "eth_getBlockByNumber" => json!(block_json(block_arg(&params[0], head), time)),

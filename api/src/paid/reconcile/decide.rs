@@ -103,7 +103,7 @@ fn unknown(reason: String) -> Decision {
 
 /// The chain question for a stored payment: its authorizer, nonce and value, paid to the payee
 /// it signed for.
-pub(super) fn query_of(state: &AppState, p: &payment::Model) -> Option<AuthorizationQuery> {
+pub(crate) fn query_of(state: &AppState, p: &payment::Model) -> Option<AuthorizationQuery> {
     let to = p
         .settle_request
         .as_ref()

@@ -33,6 +33,7 @@ use crate::{
 };
 use chrono::{DateTime, Duration, Utc};
 use decide::decide;
+pub(crate) use decide::query_of;
 use futures::future::join_all;
 use grove_common::config::SettlementMode;
 use grove_common::db::{
@@ -178,7 +179,7 @@ pub async fn pass(state: &AppState, started_at: DateTime<Utc>) -> Result<PassSta
 }
 
 #[derive(Debug)]
-pub(super) enum Decision {
+pub(crate) enum Decision {
     /// The transfer happened (its transaction hash; empty only when no chain could name it).
     Settled(String),
     /// Proven never to happen (the reason): canceled, its nonce used by another authorization, or
@@ -189,6 +190,56 @@ pub(super) enum Decision {
         reason: String,
         sent: Option<SentTransaction>,
     },
+}
+
+/// Writes a proven outcome of an unknown payment through the ledger, and acts on it: settled →
+/// the call's work starts; unsettled → the call is unpaid, what its product took before
+/// settlement (a review's phone mark) is given back, and a request waiting for it hears. `by`
+/// labels the settlement metric (`reconciled`, or `operator` for an operator's resolution, which
+/// moves the call and its scope exactly as reconciliation would). An `Unknown` decision writes
+/// nothing. Returns whether the outcome moved the call (false: it was decided first).
+pub(crate) async fn conclude(
+    state: &AppState,
+    call_id: uuid::Uuid,
+    decision: &Decision,
+    by: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    match decision {
+        Decision::Settled(transaction) => {
+            let outcome = SettleOutcome::Settled {
+                transaction: transaction.clone(),
+                local: false,
+            };
+            state.metrics.settlement(&format!("{by}_settled"));
+            let moved = ledger::record_outcome(&state.db, call_id, &outcome, now).await?;
+            if moved && let Some(call) = calls::load(&state.db, call_id).await? {
+                fulfil::after_settled_stored(state, &call).await?;
+            }
+            Ok(moved)
+        }
+        Decision::Unsettled(reason) => {
+            state.metrics.settlement(&format!("{by}_unsettled"));
+            let outcome = SettleOutcome::Refused {
+                reason: reason.clone(),
+            };
+            // What the product took before settlement (a review's phone mark) is given back, and
+            // waiters woken, only by the write that moved the call: another process (or the
+            // gate) that decided it first has done both.
+            let moved = ledger::record_outcome(&state.db, call_id, &outcome, now).await?;
+            if moved {
+                if let Some(call) = calls::load(&state.db, call_id).await? {
+                    match products::from_call(&call) {
+                        Ok(product) => product.settlement_refused(state, call_id).await?,
+                        Err(e) => tracing::error!(error = %e, %call_id, "stored call unreadable"),
+                    }
+                }
+                state.completions.notify(call_id).await;
+            }
+            Ok(moved)
+        }
+        Decision::Unknown { .. } => Ok(false),
+    }
 }
 
 /// Checks one unknown payment, if this process wins its lease. `None`: another process has it.
@@ -217,37 +268,13 @@ async fn check(
     let decision = decide(state, &p).await;
     let call_id = p.call_id;
     match &decision {
-        Decision::Settled(transaction) => {
+        Decision::Settled(_) => {
             tracing::info!(%call_id, checks = p.checks + 1, "unknown settlement reconciled: settled");
-            let outcome = SettleOutcome::Settled {
-                transaction: transaction.clone(),
-                local: false,
-            };
-            state.metrics.settlement("reconciled_settled");
-            if ledger::record_outcome(&state.db, call_id, &outcome, now).await?
-                && let Some(call) = calls::load(&state.db, call_id).await?
-            {
-                fulfil::after_settled_stored(state, &call).await?;
-            }
+            conclude(state, call_id, &decision, "reconciled", now).await?;
         }
         Decision::Unsettled(reason) => {
             tracing::info!(%call_id, %reason, "unknown settlement reconciled: never paid");
-            state.metrics.settlement("reconciled_unsettled");
-            let outcome = SettleOutcome::Refused {
-                reason: reason.clone(),
-            };
-            // What the product took before settlement (a review's phone mark) is given back, and
-            // waiters woken, only by the write that moved the call: another process (or the
-            // gate) that decided it first has done both.
-            if ledger::record_outcome(&state.db, call_id, &outcome, now).await? {
-                if let Some(call) = calls::load(&state.db, call_id).await? {
-                    match products::from_call(&call) {
-                        Ok(product) => product.settlement_refused(state, call_id).await?,
-                        Err(e) => tracing::error!(error = %e, %call_id, "stored call unreadable"),
-                    }
-                }
-                state.completions.notify(call_id).await;
-            }
+            conclude(state, call_id, &decision, "reconciled", now).await?;
         }
         Decision::Unknown { reason, sent } => {
             let expired_at = p

@@ -83,6 +83,8 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
     let base = format!("http://127.0.0.1:{api_port}");
     let env: Vec<(String, String)> = [
         ("BIND_ADDR", format!("127.0.0.1:{api_port}")),
+        // Whatever else runs on this machine: the admin listener on a port of its own.
+        ("ADMIN_ADDR", "127.0.0.1:0".into()),
         ("PUBLIC_BASE_URL", BASE_URL.into()),
         ("X402_PAY_TO", PAY_TO.into()),
         ("X402_FACILITATOR_URL", facilitator.url().into()),
