@@ -9,7 +9,9 @@ use grove_common::{
     config::{Config, Network, Secret},
 };
 use grove_tests::{
-    PAY_TO, TestDb, coaching_body, default_env,
+    PAY_TO, TestDb,
+    chain::Chain,
+    coaching_body, default_env,
     facilitator::FakeFacilitator,
     llm::caller_body,
     mcp::{self, assert_payment_required_on, call, rig_with, tool_arguments},
@@ -336,4 +338,42 @@ async fn production_starts_on_the_testnet_when_allowed_and_sells_on_it() {
     // A facilitator settles: nothing is labelled as local development.
     let description = v2["resource"]["description"].as_str().expect("text");
     assert!(!description.contains("development"), "{description}");
+}
+
+/// Starts the api on `chain` with `X402_NETWORK=base-sepolia` (development): what start-up says.
+async fn start_on_testnet(chain: &Chain) -> Result<(), String> {
+    let db = TestDb::new().await;
+    let mut env = default_env();
+    for (k, v) in [
+        SEPOLIA,
+        ("DATABASE_URL", db.url.as_str()),
+        ("BASE_RPC_URL", chain.url.as_str()),
+    ] {
+        env.insert(k.into(), v.into());
+    }
+    let config = Config::from_map(&env).expect("configuration");
+    grove::build(config)
+        .await
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn start_up_accepts_a_base_sepolia_chain_with_its_usdc_and_refuses_base_mainnet() {
+    let Some(mainnet) = Chain::start().await else {
+        return;
+    };
+    assert_eq!(
+        start_on_testnet(&mainnet).await,
+        Err("settlement: BASE_RPC_URL serves chain 8453, not Base Sepolia (84532): point it at a Base Sepolia JSON-RPC endpoint".into())
+    );
+    let Some(sepolia) = Chain::start_on_chain(84532, &[]).await else {
+        return;
+    };
+    let no_usdc = start_on_testnet(&sepolia).await.expect_err("no USDC there");
+    assert!(no_usdc.contains(SEPOLIA_USDC), "{no_usdc}");
+    sepolia
+        .token_also_at(SEPOLIA_USDC.parse().expect("address"))
+        .await;
+    assert_eq!(start_on_testnet(&sepolia).await, Ok(()));
 }

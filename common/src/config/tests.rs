@@ -209,6 +209,7 @@ fn production_refuses_the_testnet_unless_explicitly_allowed() {
         let mut pairs = vec![
             ("APP_ENV", "production"),
             ("X402_FACILITATOR_URL", "https://x402.org/facilitator"),
+            ("BASE_RPC_URL", "https://sepolia.base.org"),
             ("SMS_PROVIDER", "twilio"),
             ("TWILIO_ACCOUNT_SID", "AC1"),
             ("TWILIO_AUTH_TOKEN", "t"),
