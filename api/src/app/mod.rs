@@ -78,6 +78,7 @@ impl Application {
             schemas,
             published,
             clock,
+            metrics,
             stop,
         } = foundation;
         let facilitator: Arc<dyn Facilitator> = match &config.facilitator_url {
@@ -130,7 +131,7 @@ impl Application {
             chain,
             wallets,
             reconcile: Default::default(),
-            metrics: Default::default(),
+            metrics: crate::metrics::Metrics::new(metrics),
             limits,
             clock,
             sweeps,
@@ -147,13 +148,18 @@ impl Application {
         ));
         let router = routes::router(state.clone())
             .layer(axum::middleware::from_fn_with_state(
-                state,
+                state.clone(),
                 crate::rate_limit::middleware,
             ))
             .layer(cors)
             .layer(CatchPanicLayer::custom(|_| {
                 ApiError::internal("handler panicked").into_response()
             }))
+            // Outside the rate limits and the panic catcher, so their 429s and 500s count too.
+            .layer(axum::middleware::from_fn_with_state(
+                state.metrics.clone(),
+                crate::http_metrics::middleware,
+            ))
             .layer(axum::middleware::from_fn(request_id::middleware));
         Ok(Self {
             listener,

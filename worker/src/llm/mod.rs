@@ -7,6 +7,7 @@
 
 mod anthropic;
 mod error;
+mod metered;
 mod openai;
 pub mod probe;
 mod structured;
@@ -15,6 +16,7 @@ mod transport;
 pub use crate::retry::RetryPolicy;
 pub use anthropic::AnthropicProvider;
 pub use error::LlmError;
+pub use metered::Metered;
 pub use openai::OpenAiProvider;
 
 use grove_common::config::{LlmConfig, LlmProviderKind};
