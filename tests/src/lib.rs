@@ -8,6 +8,7 @@ pub mod db;
 pub mod facilitator;
 pub mod llm;
 pub mod mcp;
+pub mod otlp;
 pub mod paid;
 pub mod private_pg;
 pub mod queue_rig;

@@ -248,6 +248,9 @@ fn cors(sandbox_header: &str) -> CorsLayer {
         "idempotency-key",
         sandbox_header,
         request_id::HEADER,
+        // W3C trace context: a caller's trace continues here.
+        grove_common::telemetry::TRACEPARENT,
+        "tracestate",
         // MCP's streamable HTTP transport (`/mcp`).
         "mcp-protocol-version",
         "mcp-method",
