@@ -63,7 +63,11 @@ async fn serve(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    tracing::info!(addr = %app.local_addr(), "listening");
+    // `admin`: the admin listener (metrics, admin API, console), or "off".
+    let admin = app
+        .admin_addr()
+        .map_or_else(|| "off".to_owned(), |a| a.to_string());
+    tracing::info!(addr = %app.local_addr(), %admin, "listening");
     match app.run_until(shutdown::signal()).await {
         Ok(()) => {
             tracing::info!("stopped");

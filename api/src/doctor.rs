@@ -4,21 +4,16 @@
 
 use crate::x402::{
     cdp::CdpSigner,
-    chain::{ChainReader, USDC},
+    chain::{ChainReader, rpc_fix},
     facilitator::HttpFacilitator,
 };
 use alloy_primitives::{Address, U256};
 use alloy_signer_local::PrivateKeySigner;
 use grove_common::clock::Clock as _;
 use grove_common::{
-    config::{AppEnv, Config, SettlementMode},
+    config::{AppEnv, Config, Network, SettlementMode},
     doctor::{self, Check, bounded},
-    x402::{CHAIN_ID, NETWORK_V1, NETWORK_V2},
 };
-
-/// The head block may be this old before the endpoint counts as lagging (Base makes a block every
-/// 2 s; a hosted endpoint a few blocks behind is normal, a minute behind is not).
-const HEAD_STALE_AFTER_S: u64 = 60;
 
 /// Every probe the api's own work depends on, in the order an operator would fix them.
 pub async fn checks(config: &Config) -> Vec<Check> {
@@ -84,12 +79,12 @@ async fn settlement(config: &Config) -> Vec<Check> {
         }
     };
     vec![
-        supported(&facilitator).await,
+        supported(&facilitator, config.network).await,
         credentials(&facilitator).await,
     ]
 }
 
-async fn supported(facilitator: &HttpFacilitator) -> Check {
+async fn supported(facilitator: &HttpFacilitator, network: Network) -> Check {
     const NAME: &str = "facilitator";
     let fix = "check X402_FACILITATOR_URL (the facilitator's base URL, without /settle)";
     bounded(NAME, fix, async {
@@ -97,11 +92,12 @@ async fn supported(facilitator: &HttpFacilitator) -> Check {
             Ok(kinds) => kinds,
             Err(e) => return Check::fail(NAME, format!("GET /supported failed: {e}"), fix),
         };
-        let ours = kinds
-            .iter()
-            .any(|k| k.scheme == "exact" && (k.network == NETWORK_V2 || k.network == NETWORK_V1));
+        let ours = kinds.iter().any(|k| {
+            k.scheme == "exact" && (k.network == network.caip2() || k.network == network.v1_name())
+        });
+        let caip2 = network.caip2();
         if ours {
-            Check::pass(NAME, format!("lists exact on {NETWORK_V2}"))
+            Check::pass(NAME, format!("lists exact on {caip2}"))
         } else {
             let listed: Vec<String> = kinds
                 .iter()
@@ -110,10 +106,17 @@ async fn supported(facilitator: &HttpFacilitator) -> Check {
             Check::fail(
                 NAME,
                 format!(
-                    "does not settle exact on {NETWORK_V2} (lists: {})",
+                    "does not settle exact on {caip2} (lists: {})",
                     listed.join(", ")
                 ),
-                "use a facilitator for Base mainnet (e.g. CDP's) — x402.org's serves testnets only",
+                match network {
+                    Network::Base => {
+                        "use a facilitator for Base mainnet (e.g. CDP's) — x402.org's serves testnets only"
+                    }
+                    Network::BaseSepolia => {
+                        "use a facilitator for Base Sepolia (e.g. https://x402.org/facilitator), or set X402_NETWORK=base"
+                    }
+                },
             )
         }
     })
@@ -158,9 +161,12 @@ async fn settler(config: &Config) -> Check {
         );
     };
     let address: Address = signer.address();
-    let fix = format!("send ETH on Base to {address} for gas");
+    let fix = format!(
+        "send ETH on {} to {address} for gas",
+        config.network.display_name()
+    );
     bounded(NAME, &fix, async {
-        let reader = match ChainReader::new(rpc) {
+        let reader = match ChainReader::new(rpc, config.network) {
             Ok(r) => r,
             Err(e) => return Check::fail(NAME, e.to_string(), "correct BASE_RPC_URL"),
         };
@@ -183,7 +189,8 @@ async fn settler(config: &Config) -> Check {
     .await
 }
 
-/// The chain `BASE_RPC_URL` serves: Base (8453), USDC deployed, a fresh head.
+/// The chain `BASE_RPC_URL` serves: the configured network (Base, 8453; or Base Sepolia, 84532),
+/// its USDC deployed, a fresh head.
 async fn chain(config: &Config) -> Check {
     const NAME: &str = "rpc";
     let Some(rpc) = &config.settlement.base_rpc_url else {
@@ -192,9 +199,12 @@ async fn chain(config: &Config) -> Check {
             "BASE_RPC_URL unset: an unknown settlement outcome can only be re-posted, not read on chain",
         );
     };
-    let fix = "point BASE_RPC_URL at a Base mainnet JSON-RPC endpoint";
+    let network = config.network;
+    let fix = rpc_fix(network).replacen("it", "BASE_RPC_URL", 1);
+    let fix = fix.as_str();
+    let (name, chain_id) = (network.display_name(), network.chain_id());
     bounded(NAME, fix, async {
-        let reader = match ChainReader::new(rpc) {
+        let reader = match ChainReader::new(rpc, network) {
             Ok(r) => r,
             Err(e) => return Check::fail(NAME, e.to_string(), fix),
         };
@@ -202,19 +212,13 @@ async fn chain(config: &Config) -> Check {
             Ok(f) => f,
             Err(e) => return Check::fail(NAME, format!("the endpoint did not answer: {e}"), fix),
         };
-        if facts.chain_id != CHAIN_ID {
-            return Check::fail(
-                NAME,
-                format!("serves chain {}, not Base ({CHAIN_ID})", facts.chain_id),
-                fix,
-            );
-        }
-        if facts.usdc_code_len == 0 {
-            return Check::fail(NAME, format!("no contract at USDC's address {USDC}"), fix);
+        if let Some(problem) = facts.not_on(network) {
+            return Check::fail(NAME, problem, fix);
         }
         let now = grove_common::clock::SystemClock.wall_unix();
         let age = now.saturating_sub(facts.head_timestamp);
-        if age > HEAD_STALE_AFTER_S {
+        // The bound past which reconciliation decides nothing from this endpoint.
+        if age > config.settlement.max_head_age.as_secs() {
             return Check::fail(
                 NAME,
                 format!(
@@ -227,7 +231,7 @@ async fn chain(config: &Config) -> Check {
         Check::pass(
             NAME,
             format!(
-                "Base ({CHAIN_ID}), USDC deployed, head block {} ({age} s old)",
+                "{name} ({chain_id}), USDC deployed, head block {} ({age} s old)",
                 facts.head_number
             ),
         )

@@ -1,6 +1,7 @@
 //! Grove's HTTP API: the free surfaces, request validation, the sandbox and the x402 gate. A
 //! library only: the `api` binary is the `grove` package's, which composes it with a back end.
 
+mod admin;
 mod app;
 pub mod doctor;
 mod error;
@@ -24,7 +25,8 @@ pub use app::{Application, BackEnd, Foundation, StartError};
 pub use error::ApiError;
 pub use x402::cdp::CdpSigner;
 pub use x402::chain::{
-    ChainError, ChainReader, ChainWallets, IUsdc, MULTICALL3, SelfSettler, USDC,
+    ChainError, ChainReader, ChainWallets, EXPIRY_MARGIN_S, Finality, HeldNonce, IUsdc,
+    LocalNonces, MULTICALL3, NonceStore, SelfSettler, SettlerOptions,
 };
 pub use x402::facilitator::{
     Facilitator, FacilitatorError, HttpFacilitator, LocalFacilitator, SettleRequest,
@@ -34,8 +36,8 @@ pub use x402::payload::PaymentPayload;
 pub use x402::payment::{Expected, VerifiedPayment, verify, verify_payload};
 pub use x402::rejection::PaymentRejection;
 pub use x402::settle::{
-    AuthorizationQuery, AuthorizationReader, AuthorizationState, SentTransaction, SettleOutcome,
-    Settler,
+    AuthorizationQuery, AuthorizationReader, AuthorizationState, SETTLER_UNAVAILABLE,
+    SentTransaction, SettleOutcome, Settler, TransferStanding, not_sent,
 };
 pub use x402::signature::{Deployment, ERC6492_SUFFIX, WalletSignature};
 pub use x402::smart_wallet::{WalletAnswer, WalletCheckError, WalletVerifier};

@@ -25,6 +25,9 @@ pub struct QueueGauges {
     pub consumers: Option<Vec<(&'static str, u64)>>,
     /// Settled calls whose failed push is being retried.
     pub push_retries: usize,
+    /// What admission reads: the workers' coaching load, and the calls ahead of a new one
+    /// (`paid::admission`).
+    pub admission: (grove_common::load::Load, u64),
 }
 
 impl Metrics {
@@ -56,6 +59,11 @@ impl Metrics {
         self.0.count(m::RATE_LIMITED, &[("limit", limit)], 1);
     }
 
+    /// An unpaid coaching request answered 503 `over_capacity` (`paid::admission`).
+    pub fn over_capacity(&self) {
+        self.0.count(m::OVER_CAPACITY, &[], 1);
+    }
+
     /// A request answered 503 instead of a price because `provider`'s health gate was open.
     pub fn gate_refusal(&self, provider: &str) {
         self.0.count(m::GATE_REFUSALS, &[("provider", provider)], 1);
@@ -84,6 +92,8 @@ impl Metrics {
         payments: Option<UnknownCounts>,
     ) -> String {
         let r = &self.0;
+        // Registered at zero, so "never refused" is a series an alert can compare.
+        r.count(m::OVER_CAPACITY, &[], 0);
         for g in gates {
             let provider = g.provider.as_str();
             // Registered at zero, so "no refusals" is a series, not an absence.
@@ -104,6 +114,13 @@ impl Metrics {
             r.gauge(m::QUEUE_CONSUMERS, &[("queue", name)], *n as f64);
         }
         r.gauge(m::PUSH_RETRIES, &[], queue.push_retries as f64);
+        let (load, ahead) = &queue.admission;
+        r.gauge(m::ADMISSION_CAPACITY, &[], load.capacity as f64);
+        r.gauge(m::ADMISSION_AHEAD, &[], *ahead as f64);
+        r.gauge(m::ADMISSION_COMPLETIONS, &[], load.completions_per_s());
+        if let Some(service) = load.service_time() {
+            r.gauge(m::ADMISSION_SERVICE, &[], service.as_secs_f64());
+        }
         if let Some(p) = payments {
             r.gauge(m::PAYMENTS_UNKNOWN, &[], p.unknown as f64);
             r.gauge(m::PAYMENTS_SET_ASIDE, &[], p.set_aside as f64);

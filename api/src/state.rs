@@ -52,6 +52,9 @@ pub struct Inner {
     /// The providers' health gates, as this process last read them: a product whose provider's
     /// gate is open answers 503 instead of a price (`paid::health`).
     pub gates: Gates,
+    /// Whether a new coaching call could finish within the deadline: past it, unpaid requests
+    /// answer 503 instead of a price (`paid::admission`).
+    pub admission: crate::paid::admission::Admission,
 }
 
 impl AppState {

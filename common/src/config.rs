@@ -3,6 +3,8 @@
 //! Every variable is documented with its default in `.env.example`. Parsing fails fast with a
 //! message naming the variable; secrets are wrapped so that they never reach a log line.
 
+mod admin;
+pub use admin::{AdminConfig, AdminToken, DEFAULT_ADMIN_ADDR};
 mod cdp;
 pub use cdp::{CDP_FACILITATOR_URL, CdpCredentials, CdpKey};
 mod limits;
@@ -10,7 +12,9 @@ pub use limits::{ClientIp, Rate, RateLimits};
 mod health;
 pub use health::HealthPolicy;
 mod llm;
+mod network;
 pub use llm::{DEFAULT_TEMPERATURE, LlmConfig, LlmProviderKind, MaxTokensField, StructuredOutput};
+pub use network::Network;
 mod providers;
 mod settlement;
 use providers::read_twilio;
@@ -52,9 +56,16 @@ pub enum LogFormat {
     Json,
 }
 
-/// Jobs of one kind a worker process runs at once by default. They wait on the model or Twilio
-/// most of the time; with a 2 s model, 32 at once is 16 coaching calls a second per process.
-pub const DEFAULT_WORKER_CONCURRENCY: usize = 32;
+/// Jobs of one kind a worker process runs at once by default. A coaching job spends nearly all
+/// its time waiting on the model (5-60 s an answer), holding a few tens of KiB and no thread, so
+/// the bound is memory and the provider's own limits (`LLM_MAX_CONCURRENCY`,
+/// `LLM_TOKENS_PER_MIN`), not CPU: 4,096 at once is 410 calls a second with a 10 s model, and
+/// a few hundred MiB (docs/performance.md). It was 32, which held a 10 s model to 3 calls a
+/// second per process.
+pub const DEFAULT_WORKER_CONCURRENCY: usize = 4096;
+
+/// The most `WORKER_CONCURRENCY` accepts.
+pub const MAX_WORKER_CONCURRENCY: usize = 100_000;
 
 /// PostgreSQL connections a process keeps open by default (`DATABASE_POOL_SIZE`). A statement
 /// holds one for a round trip, so a few serve hundreds of paid calls a second; more busy
@@ -80,6 +91,8 @@ pub enum SqliteSync {
 pub struct Config {
     pub app_env: AppEnv,
     pub bind_addr: SocketAddr,
+    /// `ADMIN_ADDR` and `ADMIN_TOKENS`: the admin listener (metrics, admin API, console).
+    pub admin: AdminConfig,
     /// Base of every absolute address we publish; never taken from a request's Host header.
     pub public_base_url: String,
     pub service_name: String,
@@ -93,6 +106,8 @@ pub struct Config {
     pub redis_url: Option<Secret>,
     /// Prefix of every Redis key and channel, so several deployments can share one Redis.
     pub queue_namespace: String,
+    /// `X402_NETWORK`: the chain payments are taken on (Base mainnet unless set).
+    pub network: Network,
     /// `None`: paid endpoints answer 503 `payments_disabled`.
     pub pay_to: Option<Address>,
     /// `None`: payments are verified locally and recorded unsettled (development only).
@@ -111,7 +126,7 @@ pub struct Config {
     pub call_deadline: Duration,
     /// `HEALTH_*`: when a provider's health gate opens, and how it is probed.
     pub health: HealthPolicy,
-    /// `WORKER_CONCURRENCY`: jobs of one kind a worker process runs at once (1-1024).
+    /// `WORKER_CONCURRENCY`: jobs of one kind a worker process runs at once (1-100,000).
     pub worker_concurrency: usize,
     /// How often the sweeper looks for due review sends and follow-ups.
     pub sweep_interval: Duration,
@@ -186,6 +201,7 @@ impl Config {
                 "use lowercase letters, digits and '-' (it names a header and a path)",
             ));
         }
+        let network = network::read(&var, app_env)?;
         let pay_to = match var("X402_PAY_TO") {
             None => None,
             Some(s) => Some(parse_address(&s).ok_or_else(|| {
@@ -200,7 +216,7 @@ impl Config {
         let cdp = cdp::read(&var)?;
         let facilitator_url =
             facilitator_url.or_else(|| cdp.as_ref().map(|_| CDP_FACILITATOR_URL.to_owned()));
-        let settlement = settlement::read(&var, app_env)?;
+        let settlement = settlement::read(&var)?;
         let llm = llm::read(&var)?;
         let sms_provider = match var("SMS_PROVIDER").as_deref() {
             None | Some("outbox") => SmsProviderKind::Outbox,
@@ -252,7 +268,7 @@ impl Config {
             "WORKER_CONCURRENCY",
             var("WORKER_CONCURRENCY"),
             DEFAULT_WORKER_CONCURRENCY,
-            1024,
+            MAX_WORKER_CONCURRENCY,
         )?;
         let database_pool: u32 = count_between(
             "DATABASE_POOL_SIZE",
@@ -285,6 +301,7 @@ impl Config {
         let config = Config {
             app_env,
             bind_addr,
+            admin: admin::read(&var)?,
             public_base_url,
             service_name,
             database_url: var("DATABASE_URL").map(Secret::new),
@@ -292,6 +309,7 @@ impl Config {
             database_pool,
             redis_url: var("REDIS_URL").map(Secret::new),
             queue_namespace,
+            network,
             pay_to,
             facilitator_url,
             facilitator_auth: var("X402_FACILITATOR_AUTH").map(Secret::new),
@@ -328,7 +346,7 @@ impl Config {
                 "the SMS outbox (nothing is sent): set SMS_PROVIDER=twilio",
             ));
         }
-        Ok(())
+        self.settlement.refuse_without_a_chain()
     }
 
     /// The name of the free-sandbox header: `x-{service}-sandbox` (CONTRACT 1).

@@ -5,6 +5,7 @@
 use crate::{
     consumers::{Consumers, State as ConsumerState},
     jobs::{self, CoachingJob, Job, ReviewJob},
+    load::Meter,
 };
 use apalis::prelude::{MemoryStorage, Task, TaskBuilder, TaskId, TaskSink};
 use apalis_core::backend::memory::{MemorySink, MemoryStorageError};
@@ -120,6 +121,11 @@ pub struct JobQueue {
     conn: Option<ConnectionManager>,
     /// The in-process consumers of the memory lanes (their health is this queue's readiness).
     consumers: Option<Arc<Consumers>>,
+    /// The coaching load of the worker that consumes this queue in this process (the embedded
+    /// mode's, or a `worker`'s own), which admission reads (`crate::load`).
+    meter: Arc<Meter>,
+    /// Where workers report their load in Redis (`load`); None in memory mode.
+    load_key: Option<String>,
 }
 
 /// The storages an embedded worker consumes, and where its consumers report their health.
@@ -166,6 +172,8 @@ impl JobQueue {
             review: Lane::redis(&conn, jobs::review_queue(namespace)),
             conn: Some(conn),
             consumers: None,
+            meter: Arc::default(),
+            load_key: Some(format!("{namespace}:load")),
         })
     }
 
@@ -179,6 +187,8 @@ impl JobQueue {
                 review,
                 conn: None,
                 consumers: Some(Arc::clone(&consumers)),
+                meter: Arc::default(),
+                load_key: None,
             },
             MemoryStorages {
                 coaching: coaching_storage,
@@ -189,7 +199,17 @@ impl JobQueue {
     }
 
     pub async fn push(&self, job: CoachingJob) -> Result<(), QueueError> {
+        // Counted before it is sent, so the worker taking it at once never finds it uncounted
+        // (a failed in-process push means its consumer is gone, and nothing is admitted then).
+        if self.in_process() {
+            self.meter.queued();
+        }
         self.coaching.push(job, None).await
+    }
+
+    /// The coaching load of this process's worker (`crate::load`).
+    pub fn meter(&self) -> &Arc<Meter> {
+        &self.meter
     }
 
     pub async fn push_review(
@@ -270,7 +290,9 @@ fn lane_config<T>(lane: &Lane<T>) -> Option<apalis_redis::Config> {
     }
 }
 
+mod load;
 mod stats;
+pub use load::REPORT_EVERY as LOAD_REPORT_EVERY;
 pub use stats::QueueStats;
 
 #[cfg(test)]

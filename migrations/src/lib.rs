@@ -19,6 +19,9 @@ mod m20261125_000009_json_as_written;
 mod m20261125_000010_claim_refusal;
 mod m20261127_000011_payments_in_flight;
 mod m20261127_000020_provider_gates;
+mod m20261127_000021_settled_watch;
+mod m20261127_000022_settler_nonces;
+mod m20261127_000023_admin_audit;
 
 pub struct Migrator;
 
@@ -38,6 +41,9 @@ impl MigratorTrait for Migrator {
             Box::new(m20261125_000010_claim_refusal::Migration),
             Box::new(m20261127_000011_payments_in_flight::Migration),
             Box::new(m20261127_000020_provider_gates::Migration),
+            Box::new(m20261127_000021_settled_watch::Migration),
+            Box::new(m20261127_000022_settler_nonces::Migration),
+            Box::new(m20261127_000023_admin_audit::Migration),
         ]
     }
 }

@@ -9,6 +9,8 @@ pub struct ApiProcess {
     child: Child,
     /// `http://127.0.0.1:<port>`.
     pub url: String,
+    /// The admin listener's `http://127.0.0.1:<port>` (`ADMIN_ADDR`), unless it is off.
+    pub admin_url: Option<String>,
     log: Arc<Mutex<String>>,
 }
 
@@ -32,6 +34,9 @@ impl ApiProcess {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("LOG_FORMAT", "json")
+            // Processes run side by side: an admin listener on a port of its own unless `env`
+            // says otherwise.
+            .env("ADMIN_ADDR", "127.0.0.1:0")
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -46,17 +51,20 @@ impl ApiProcess {
         let mut process = Self {
             child,
             url: String::new(),
+            admin_url: None,
             log,
         };
         // Bounded like `wait_until`, with the log in the message when it never comes.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        let addr = loop {
+        let (addr, admin) = loop {
             let found = process.log().lines().find_map(|line| {
                 let v: serde_json::Value = serde_json::from_str(line).ok()?;
-                (v["message"] == "listening").then(|| v["addr"].as_str().map(str::to_owned))?
+                let addr = (v["message"] == "listening").then(|| v["addr"].as_str())??;
+                let admin = v["admin"].as_str().filter(|a| *a != "off");
+                Some((addr.to_owned(), admin.map(str::to_owned)))
             });
-            if let Some(addr) = found {
-                break addr;
+            if let Some(found) = found {
+                break found;
             }
             let exited = process.child.try_wait().ok().flatten();
             assert!(
@@ -67,6 +75,7 @@ impl ApiProcess {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         };
         process.url = format!("http://{addr}");
+        process.admin_url = admin.map(|a| format!("http://{a}"));
         process
     }
 

@@ -10,17 +10,24 @@
 //! (`scripts/test` sets it), so the suite cannot pass by quietly not testing.
 
 use crate::x402::{PayOptions, TestWallet, decode_b64_json};
-use alloy_primitives::{Address, B256, U256};
+use alloy_primitives::{Address, B256, U256, address};
 use alloy_sol_types::{SolCall, SolEvent, sol};
 use base64::{Engine, engine::general_purpose::STANDARD};
 use grove_http::SettleRequest;
-use grove_http::{IUsdc, MULTICALL3, USDC};
+use grove_http::{IUsdc, MULTICALL3};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{OnceLock, mpsc};
 use std::time::Duration;
+
+/// Base mainnet's chain id, which the local chain answers unless a test asks for another.
+pub const BASE_CHAIN_ID: u64 = 8453;
+
+/// USDC on Base mainnet, where the test token sits (spelled out here, not taken from grove's
+/// network table, so that a mistake there cannot move the token with it).
+pub const USDC: Address = address!("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
 
 /// Anvil's third development key: public, funded with test ether by anvil; it pays for gas.
 pub const SETTLER_KEY: &str = "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
@@ -31,6 +38,9 @@ sol! {
         function cancelAuthorization(address authorizer, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) external;
     }
 }
+
+/// The test chain's initial base fee, in wei (0.01 gwei).
+pub const BASE_FEE_WEI: &str = "10000000";
 
 /// Anvil's second development account, unlocked: it mints test USDC.
 const MINTER: &str = "0x70997970C51812dc3A010C7D01b50e0d17dc79C8";
@@ -103,7 +113,7 @@ impl Chain {
 
     /// With extra anvil arguments (`--block-time 2`).
     pub async fn start_with(args: &[&str]) -> Option<Self> {
-        Self::start_on_chain(grove_common::x402::CHAIN_ID, args).await
+        Self::start_on_chain(BASE_CHAIN_ID, args).await
     }
 
     /// A chain that answers `eth_chainId` with `chain_id` (another chain than Base, for tests of
@@ -126,6 +136,10 @@ impl Chain {
         };
         let mut child = Command::new(&tools.anvil)
             .args([
+                // Base's base fee (usually well below 0.05 gwei), not anvil's 1 gwei, so that
+                // settlements fit under `SETTLER_MAX_FEE_GWEI`'s default as they do on Base.
+                "--base-fee",
+                BASE_FEE_WEI,
                 "--chain-id",
                 &chain_id.to_string(),
                 "--host",
@@ -134,6 +148,13 @@ impl Chain {
                 "0",
             ])
             .args(args)
+            // Unless a test sets its own depth, the `safe` block is the head: a transfer is final
+            // once mined, for the tests about other things. Tests of finality pass a depth.
+            .args(if args.contains(&"--slots-in-an-epoch") {
+                &[][..]
+            } else {
+                &["--slots-in-an-epoch", "0"][..]
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -171,6 +192,14 @@ impl Chain {
             chain.rpc("anvil_setCode", json!([address, code])).await;
         }
         Some(chain)
+    }
+
+    /// Places the test token's code at `address` too (another network's USDC address); its
+    /// EIP-712 name stays "USD Coin", so only code checks can use it there, not signatures.
+    pub async fn token_also_at(&self, address: Address) {
+        let tools = tools().expect("the chain started, so its tools are there");
+        self.rpc("anvil_setCode", json!([address, &tools.token_runtime]))
+            .await;
     }
 
     /// One JSON-RPC call; panics on an error answer.
@@ -274,6 +303,11 @@ impl Chain {
 
     /// How many `AuthorizationUsed` events USDC emitted for `authorizer`.
     pub async fn authorizations_used(&self, authorizer: Address) -> usize {
+        self.used_nonces(authorizer).await.len()
+    }
+
+    /// The nonces of `authorizer`'s `AuthorizationUsed` events, one per event.
+    pub async fn used_nonces(&self, authorizer: Address) -> Vec<B256> {
         let logs = self
             .rpc(
                 "eth_getLogs",
@@ -285,7 +319,11 @@ impl Chain {
                 }]),
             )
             .await;
-        logs.as_array().expect("logs").len()
+        logs.as_array()
+            .expect("logs")
+            .iter()
+            .filter_map(|log| log["topics"][2].as_str()?.parse().ok())
+            .collect()
     }
 
     /// Transactions `who` has sent that are not mined yet.
@@ -322,12 +360,42 @@ impl Chain {
         receipt
     }
 
+    /// The timestamp (unix s) of the block that mined `hash`.
+    pub async fn mined_at(&self, hash: &str) -> u64 {
+        let receipt = self.receipt(hash).await;
+        let block = self
+            .rpc(
+                "eth_getBlockByNumber",
+                json!([receipt["blockNumber"], false]),
+            )
+            .await;
+        u64::from_str_radix(
+            block["timestamp"]
+                .as_str()
+                .expect("hex")
+                .trim_start_matches("0x"),
+            16,
+        )
+        .expect("hex")
+    }
+
     /// How many transactions `who` has had mined.
     pub async fn nonce(&self, who: Address) -> u64 {
         let n = self
             .rpc("eth_getTransactionCount", json!([who, "latest"]))
             .await;
         u64::from_str_radix(n.as_str().expect("hex").trim_start_matches("0x"), 16).expect("hex")
+    }
+}
+
+/// Our own settlement's options for the test chain: the configuration's defaults, except one
+/// confirmation (the chain mines only when a transaction arrives) and `timeout`.
+pub fn settler_options(timeout: Duration) -> grove_http::SettlerOptions {
+    let env: std::collections::HashMap<String, String> = crate::default_env();
+    let config = grove_common::config::Config::from_map(&env).expect("the test configuration");
+    grove_http::SettlerOptions {
+        timeout,
+        ..grove_http::SettlerOptions::from(&config.settlement)
     }
 }
 
@@ -390,4 +458,23 @@ pub fn authorization_of(request: &SettleRequest) -> (Address, B256) {
     let from = auth["from"].as_str().and_then(|s| s.parse().ok());
     let nonce = auth["nonce"].as_str().and_then(|s| s.parse().ok());
     (from.expect("from"), nonce.expect("nonce"))
+}
+
+/// The chain question of a settle request, asked now, for uses since `since` (unix s).
+pub fn query_of(request: &SettleRequest, since: u64) -> grove_http::AuthorizationQuery {
+    let auth = &request.payment_payload["payload"]["authorization"];
+    let uint = |k: &str| U256::from_str_radix(auth[k].as_str().expect(k), 10).expect(k);
+    let (authorizer, nonce) = authorization_of(request);
+    grove_http::AuthorizationQuery {
+        authorizer,
+        nonce,
+        to: auth["to"]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .expect("to"),
+        value: uint("value"),
+        since,
+        valid_before: uint("validBefore").to::<u64>(),
+        asked_at: crate::x402::now_unix(),
+    }
 }

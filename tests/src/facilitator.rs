@@ -3,6 +3,7 @@
 //! would have moved).
 
 mod probe;
+mod rpc;
 
 use crate::cdp::{self, CdpPublicKey};
 use axum::{
@@ -64,9 +65,15 @@ struct Inner {
     script: Mutex<SettleScript>,
     /// One-shot scripts for the next requests, in order, before `script` applies again.
     next: Mutex<std::collections::VecDeque<SettleScript>>,
-    /// The chain: authorizations used (`from:nonce`), each moving the money once, with the hash
-    /// of the transaction that moved it.
-    used: Mutex<std::collections::HashMap<String, String>>,
+    /// The chain: authorizations used (`from:nonce`), each moving the money once, with the
+    /// transfer that moved it (served over JSON-RPC too, `rpc`).
+    used: Mutex<std::collections::HashMap<String, rpc::Transfer>>,
+    /// Seconds the JSON-RPC view lags the fake chain (`rpc`).
+    rpc_lag_s: std::sync::atomic::AtomicU64,
+    /// The chain id its JSON-RPC view answers (8453 unless `serve_chain` changed it).
+    chain_id: std::sync::atomic::AtomicU64,
+    /// The JSON-RPC endpoint answers 503 to everything.
+    rpc_down: std::sync::atomic::AtomicBool,
     transfers: AtomicUsize,
     expected_auth: Mutex<Option<String>>,
     expected_cdp: Mutex<Option<CdpCheck>>,
@@ -118,6 +125,7 @@ impl FakeFacilitator {
             .route("/settle", post(settle))
             .route("/supported", axum::routing::get(probe::supported))
             .route("/verify", post(probe::verify))
+            .route("/rpc", post(rpc::serve))
             .with_state(inner.clone());
         let (url, stop) = crate::serve_loopback(app).await;
         Self {
@@ -151,7 +159,31 @@ impl FakeFacilitator {
         let suffix = format!(":{}", nonce.to_ascii_lowercase());
         read(&self.inner.used)
             .into_iter()
-            .find_map(|(auth, tx)| auth.ends_with(&suffix).then_some(tx))
+            .find_map(|(auth, t)| auth.ends_with(&suffix).then_some(t.tx))
+    }
+
+    /// A JSON-RPC endpoint (`BASE_RPC_URL`) serving this fake chain as Base would: chain 8453,
+    /// USDC "deployed", each transfer in a block of its own with its `AuthorizationUsed` and
+    /// `Transfer` logs, the `safe` block at the head. Reconciliation reads it as it reads Base.
+    pub fn rpc_url(&self) -> String {
+        format!("{}/rpc", self.url)
+    }
+
+    /// From now on the JSON-RPC view answers `eth_chainId` with `chain_id` (84532: Base Sepolia,
+    /// for a rig on the testnet).
+    pub fn serve_chain(&self, chain_id: u64) {
+        self.inner.chain_id.store(chain_id, Ordering::SeqCst);
+    }
+
+    /// From now on the JSON-RPC view lags the fake chain by `secs`: its head is that old, and a
+    /// transfer younger than that is not in it yet (a hosted endpoint behind the chain).
+    pub fn lag_rpc(&self, secs: u64) {
+        self.inner.rpc_lag_s.store(secs, Ordering::SeqCst);
+    }
+
+    /// From now on the JSON-RPC endpoint answers 503 (`false`: serves again).
+    pub fn rpc_down(&self, down: bool) {
+        self.inner.rpc_down.store(down, Ordering::SeqCst);
     }
 
     /// The `/settle` requests that carried this authorization nonce.
@@ -257,7 +289,8 @@ async fn settle(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
         let mut fresh = false;
         write(&inner.used, |u| {
             if !u.contains_key(&authorization) {
-                u.insert(authorization.clone(), tx_hash.clone());
+                let t = rpc::Transfer::of(&request, &tx_hash, u.len() as u64 + 1);
+                u.insert(authorization.clone(), t);
                 fresh = true;
             }
         });

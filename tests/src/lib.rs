@@ -2,10 +2,12 @@
 //! (no process-environment races), and gives tests a client and helpers.
 
 pub mod api_process;
+pub mod browser;
 pub mod cdp;
 pub mod chain;
 pub mod db;
 pub mod facilitator;
+pub mod lagging_rpc;
 pub mod llm;
 pub mod mcp;
 pub mod otlp;
@@ -13,6 +15,7 @@ pub mod paid;
 pub mod private_pg;
 pub mod queue_rig;
 pub mod review;
+pub mod rpc_proxy;
 pub mod smart_wallet;
 pub mod twilio;
 pub mod x402;
@@ -29,8 +32,15 @@ use tokio::sync::oneshot;
 pub const PAY_TO: &str = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
 pub const BASE_URL: &str = "https://grove.test";
 
+/// The operators the test apps know: alice (`ADMIN_TOKEN`) and bob.
+pub const ADMIN_TOKENS: &str = "alice:alice-test-token-0123456789,bob:bob-test-token-0123456789";
+/// alice's bearer token.
+pub const ADMIN_TOKEN: &str = "alice-test-token-0123456789";
+
 pub struct TestApp {
     pub addr: String,
+    /// The admin listener's base URL (`ADMIN_ADDR`), when it is on.
+    pub admin: Option<String>,
     pub client: reqwest::Client,
     stop: Option<oneshot::Sender<()>>,
     db: Option<TestDb>,
@@ -48,10 +58,17 @@ impl Drop for TestApp {
 pub fn default_env() -> HashMap<String, String> {
     [
         ("BIND_ADDR", "127.0.0.1:0"),
+        // Tests run side by side: each admin listener on a port of its own.
+        ("ADMIN_ADDR", "127.0.0.1:0"),
+        ("ADMIN_TOKENS", ADMIN_TOKENS),
         ("PUBLIC_BASE_URL", BASE_URL),
         ("X402_PAY_TO", PAY_TO),
         ("LLM_PROVIDER", "openai"),
         ("LLM_BASE_URL", "http://127.0.0.1:9/v1"),
+        // The test chain mines a block only when a transaction arrives, so no block would ever
+        // come on top of a settlement's: its own block is enough here (tests of a deeper
+        // `SETTLEMENT_CONFIRMATIONS` mine blocks on an interval).
+        ("SETTLEMENT_CONFIRMATIONS", "1"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -101,6 +118,7 @@ impl TestApp {
     /// Serves a built application until the handle is dropped.
     pub fn serve(app: Application) -> Self {
         let addr = format!("http://{}", app.local_addr());
+        let admin = app.admin_addr().map(|a| format!("http://{a}"));
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(app.run_until(async {
             let _ = stopped.await;
@@ -111,6 +129,7 @@ impl TestApp {
             .expect("client");
         TestApp {
             addr,
+            admin,
             client,
             stop: Some(stop),
             db: None,
@@ -121,12 +140,47 @@ impl TestApp {
         format!("{}{}", self.addr, path)
     }
 
+    /// Stops the server, as a process would on SIGTERM, and waits until its port refuses
+    /// connections (what runs beside it stops with it).
+    pub async fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let health = self.url("/healthz");
+        wait_until("the stopped app to close its port", async || {
+            self.client.get(&health).send().await.is_err()
+        })
+        .await;
+    }
+
     pub async fn get(&self, path: &str) -> reqwest::Response {
         self.client
             .get(self.url(path))
             .send()
             .await
             .expect("GET reaches the server")
+    }
+
+    /// A URL on the admin listener.
+    pub fn admin_url(&self, path: &str) -> String {
+        let base = self.admin.as_deref().expect("the admin listener is on");
+        format!("{base}{path}")
+    }
+
+    /// GET on the admin listener, without a token (the metrics need none).
+    pub async fn admin_get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(self.admin_url(path))
+            .send()
+            .await
+            .expect("GET reaches the admin listener")
+    }
+
+    /// The admin listener's `/metrics` text.
+    pub async fn metrics(&self) -> String {
+        let r = self.admin_get("/metrics").await;
+        assert_eq!(r.status(), 200, "GET /metrics on the admin listener");
+        r.text().await.expect("metrics text")
     }
 
     pub async fn get_json(&self, path: &str) -> Value {
@@ -258,8 +312,14 @@ pub fn compile(schema: &Value) -> jsonschema::Validator {
 
 /// Polls `cond` until it holds. The 20 s bound turns a hang into a failure; it is not a timing
 /// assertion.
-pub async fn wait_until(what: &str, mut cond: impl AsyncFnMut() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+pub async fn wait_until(what: &str, cond: impl AsyncFnMut() -> bool) {
+    wait_until_within(what, 20, cond).await;
+}
+
+/// `wait_until` with another bound, for conditions that follow the chain's own time (a block
+/// past an authorization's `validBefore`).
+pub async fn wait_until_within(what: &str, secs: u64, mut cond: impl AsyncFnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     while !cond().await {
         assert!(
             std::time::Instant::now() < deadline,

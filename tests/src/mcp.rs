@@ -146,8 +146,19 @@ pub fn assert_answer_matches(result: &Value, schema_path: &str) {
     assert_eq!(&text, envelope, "content[0].text carries the same JSON");
 }
 
-/// An x402 v2 PaymentRequired for `tool` at `atomic` USDC units, with `error`.
+/// An x402 v2 PaymentRequired for `tool` at `atomic` USDC units on Base, with `error`.
 pub fn assert_payment_required(result: &Value, tool: &str, atomic: &str, error: &str) {
+    assert_payment_required_on("eip155:8453", result, tool, atomic, error);
+}
+
+/// `assert_payment_required` on `network` (CAIP-2).
+pub fn assert_payment_required_on(
+    network: &str,
+    result: &Value,
+    tool: &str,
+    atomic: &str,
+    error: &str,
+) {
     assert_eq!(result["is_error"], true, "{result}");
     let required = &result["structured"];
     assert_eq!(required["x402Version"], 2);
@@ -156,7 +167,7 @@ pub fn assert_payment_required(result: &Value, tool: &str, atomic: &str, error: 
     let accepts = required["accepts"].as_array().expect("accepts");
     assert_eq!(accepts.len(), 1);
     assert_eq!(accepts[0]["scheme"], "exact");
-    assert_eq!(accepts[0]["network"], "eip155:8453");
+    assert_eq!(accepts[0]["network"], network);
     assert_eq!(accepts[0]["amount"], atomic);
     assert_eq!(accepts[0]["payTo"], crate::PAY_TO);
     let text: Value =

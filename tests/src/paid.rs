@@ -32,10 +32,16 @@ pub struct Options {
     pub deadline_s: u64,
     /// Use the HTTP facilitator client against the fake (otherwise local verification).
     pub facilitator: bool,
+    /// With the fake facilitator, read its chain through `BASE_RPC_URL` (`FakeFacilitator::
+    /// rpc_url`), as production always has a chain; `false`: no chain at all.
+    pub fake_chain: bool,
     /// Send SMS through the loopback Twilio (otherwise the outbox).
     pub twilio: bool,
     /// Start the clock here (quiet hours and follow-ups read it); None: now.
     pub clock_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Seconds the server's clock runs ahead of the real one (both its readings: a host whose
+    /// clock drifted).
+    pub clock_ahead_s: i64,
     pub extra_env: Vec<(String, String)>,
 }
 
@@ -46,8 +52,10 @@ impl Default for Options {
             provider: "openai",
             deadline_s: 20,
             facilitator: true,
+            fake_chain: true,
             twilio: false,
             clock_at: None,
+            clock_ahead_s: 0,
             extra_env: vec![],
         }
     }
@@ -98,6 +106,17 @@ pub async fn spawn_paid(opts: Options) -> PaidApp {
     env.insert("SWEEP_INTERVAL_S".into(), "1".into());
     if opts.facilitator {
         env.insert("X402_FACILITATOR_URL".into(), facilitator.url().to_owned());
+        if opts.fake_chain {
+            env.insert("BASE_RPC_URL".into(), facilitator.rpc_url());
+            // The fake's chain is the network the rig sells on.
+            if opts
+                .extra_env
+                .iter()
+                .any(|(k, v)| k == "X402_NETWORK" && v == "base-sepolia")
+            {
+                facilitator.serve_chain(84532);
+            }
+        }
     }
     if opts.twilio {
         env.insert("SMS_PROVIDER".into(), "twilio".into());
@@ -115,10 +134,17 @@ pub async fn spawn_paid(opts: Options) -> PaidApp {
     }
     let config = Config::from_map(&env).expect("test configuration");
     let (stop_workers, stopped) = watch::channel(false);
+    let served: Arc<dyn Clock> = match opts.clock_ahead_s {
+        0 => Arc::new(clock.clone()),
+        ahead => Arc::new(Ahead {
+            clock: clock.clone(),
+            by: chrono::TimeDelta::seconds(ahead),
+        }),
+    };
     for _ in 0..opts.redis_workers {
-        spawn_redis_worker(config.clone(), stopped.clone(), Arc::new(clock.clone())).await;
+        spawn_redis_worker(config.clone(), stopped.clone(), served.clone()).await;
     }
-    let app = crate::start_with_clock(config, Arc::new(clock.clone())).await;
+    let app = crate::start_with_clock(config, served).await;
     PaidApp {
         app,
         clock,
@@ -129,6 +155,22 @@ pub async fn spawn_paid(opts: Options) -> PaidApp {
         env,
         stop_workers,
         db,
+    }
+}
+
+/// A server clock running ahead of the real one: both its readings (`now`, which the test may
+/// still move, and `wall`).
+struct Ahead {
+    clock: ManualClock,
+    by: chrono::TimeDelta,
+}
+
+impl Clock for Ahead {
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now() + self.by
+    }
+    fn wall(&self) -> chrono::DateTime<chrono::Utc> {
+        grove_common::clock::wall() + self.by
     }
 }
 
@@ -258,7 +300,10 @@ pub fn start_process<'a>(
         .env(
             "RUST_LOG",
             std::env::var("GROVE_TEST_PROCESS_LOGS").unwrap_or_else(|_| "warn".into()),
-        );
+        )
+        // Processes run side by side: an api's admin listener on a port of its own unless
+        // `env` says otherwise.
+        .env("ADMIN_ADDR", "127.0.0.1:0");
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -6,9 +6,10 @@
 //! mistake cannot make both sides agree.
 
 use crate::chain::Chain;
+use crate::chain::USDC;
 use alloy_primitives::{Address, B256, Bytes, address};
 use alloy_sol_types::{SolCall, SolEvent, SolValue, sol};
-use grove_http::{IUsdc, USDC};
+use grove_http::IUsdc;
 use serde_json::json;
 
 /// Where the tests place the factory (`anvil_setCode`); any address without code would do.

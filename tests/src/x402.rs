@@ -50,8 +50,10 @@ pub struct PayOptions {
     pub nonce: Option<B256>,
     /// EIP-712 domain name instead of the challenge's `extra.name` (e.g. "USDC").
     pub domain_name: Option<String>,
-    /// EIP-712 chain id instead of 8453.
+    /// EIP-712 chain id instead of the one the challenge's `network` names.
     pub chain_id: Option<u64>,
+    /// EIP-712 verifying contract instead of the challenge's `asset`.
+    pub verifying_contract: Option<Address>,
     /// Flips the lowest bit of `s`: still well formed and low-s, so it recovers someone else.
     pub corrupt_signature: bool,
     /// Replaces `s` by `n - s` and flips `v`: ecrecover accepts it, USDC does not.
@@ -199,8 +201,12 @@ impl TestWallet {
                 .clone()
                 .unwrap_or_else(|| extra["name"].as_str().expect("extra.name").to_owned()),
             version: extra["version"].as_str().expect("extra.version").to_owned(),
-            chain_id: opts.chain_id.unwrap_or(8453),
-            verifying_contract: parse_address(&requirement["asset"]),
+            chain_id: opts
+                .chain_id
+                .unwrap_or_else(|| chain_id_of(&requirement["network"])),
+            verifying_contract: opts
+                .verifying_contract
+                .unwrap_or_else(|| parse_address(&requirement["asset"])),
         };
         let hash = message.eip712_signing_hash(&domain);
         let signer = if opts.sign_with_other_key {
@@ -242,6 +248,19 @@ fn finish(mut doc: Value, opts: &PayOptions) -> String {
         edit(&mut doc);
     }
     STANDARD.encode(doc.to_string())
+}
+
+/// The chain id a requirement's `network` names, as the reference clients read it: the CAIP-2
+/// reference (`eip155:84532`), or a v1 name.
+fn chain_id_of(network: &Value) -> u64 {
+    match network.as_str().expect("the requirement names a network") {
+        "base" => 8453,
+        "base-sepolia" => 84532,
+        caip2 => caip2
+            .strip_prefix("eip155:")
+            .and_then(|id| id.parse().ok())
+            .unwrap_or_else(|| panic!("an EVM network, not {caip2}")),
+    }
 }
 
 fn parse_address(v: &Value) -> Address {

@@ -77,7 +77,7 @@ async fn a_405_carries_the_routes_real_allow_header() {
 /// `rate_limited`, 503 (`unavailable`, `payments_disabled`, `/readyz` not ready) and 504
 /// (`still_running`, `settlement_pending`); the tests of each answer check the header at run
 /// time. A 429 is documented on every operation the rate limits apply to, and on no other
-/// (probes and Twilio's webhooks are never limited).
+/// (probes and Twilio's webhooks are never limited; the metrics are on the admin listener).
 #[tokio::test]
 async fn retry_after_and_429_are_documented_only_as_the_server_sends_them() {
     let app = spawn_app().await;
@@ -86,8 +86,6 @@ async fn retry_after_and_429_are_documented_only_as_the_server_sends_them() {
         let never_limited = [
             "/healthz",
             "/readyz",
-            "/metrics",
-            "/metrics/queues",
             "/webhooks/sms/status",
             "/webhooks/sms/inbound",
         ]
@@ -130,7 +128,8 @@ async fn every_operation_has_a_unique_operation_id() {
         );
         assert!(seen.insert(id.to_owned()), "operationId {id} is used twice");
     }
-    assert!(seen.len() >= 22, "{seen:?}");
+    // 21: the metrics left for the admin listener (issue 28).
+    assert!(seen.len() >= 21, "{seen:?}");
 }
 
 #[tokio::test]

@@ -11,7 +11,10 @@ use std::{
 use grove_tests::free_port;
 
 fn api() -> Command {
-    Command::new(grove_tests::binary("api"))
+    let mut api = Command::new(grove_tests::binary("api"));
+    // Tests run side by side: the admin listener on a port of its own.
+    api.env("ADMIN_ADDR", "127.0.0.1:0");
+    api
 }
 
 #[test]
@@ -67,6 +70,30 @@ fn production_refuses_development_defaults() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("X402_FACILITATOR_URL"), "{stderr}");
+}
+
+#[test]
+fn production_refuses_the_testnet_in_one_line_naming_the_fix() {
+    // Production in every other respect, so that the testnet is what is refused.
+    let out = api()
+        .env("APP_ENV", "production")
+        .env("BIND_ADDR", "127.0.0.1:0")
+        .env("X402_NETWORK", "base-sepolia")
+        .env("X402_FACILITATOR_URL", "https://x402.org/facilitator")
+        .env("SMS_PROVIDER", "twilio")
+        .env("TWILIO_ACCOUNT_SID", "AC00000000000000000000000000000000")
+        .env("TWILIO_AUTH_TOKEN", "token")
+        .env("TWILIO_FROM", "+15550100")
+        .env_remove("X402_ALLOW_TESTNET")
+        .output()
+        .expect("api runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("X402_NETWORK"))
+        .unwrap_or_else(|| panic!("no line names X402_NETWORK: {stderr}"));
+    assert!(line.contains("X402_ALLOW_TESTNET=true"), "{line}");
 }
 
 /// A loopback OTLP/HTTP collector that counts trace exports.

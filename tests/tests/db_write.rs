@@ -58,6 +58,7 @@ fn a_payment(id: Uuid, call_id: Uuid, nonce: &str) -> payment::Model {
         next_check_at: None,
         sent_tx: None,
         sent_tx_raw: None,
+        final_at: None,
         created_at: Utc::now(),
         updated_at: Utc::now(),
     }

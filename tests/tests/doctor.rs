@@ -168,6 +168,74 @@ async fn a_chain_that_is_not_base_fails_the_rpc_check() {
     assert!(report.failed());
 }
 
+/// Circle's USDC on Base Sepolia, where the testnet's checks look for a contract.
+const SEPOLIA_USDC: &str = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
+
+#[tokio::test]
+async fn on_the_testnet_a_base_mainnet_rpc_and_a_mainnet_facilitator_fail() {
+    let Some(mainnet) = Chain::start().await else {
+        return;
+    };
+    let mut rig = rig(&mainnet).await;
+    rig.env.insert("X402_NETWORK".into(), "base-sepolia".into());
+    let report = check(&rig.env).await;
+    let rpc = failure(&report, "rpc");
+    assert!(
+        rpc.contains("serves chain 8453, not Base Sepolia (84532)"),
+        "{rpc}"
+    );
+    assert!(rpc.contains("Base Sepolia JSON-RPC endpoint"), "{rpc}");
+    // The fake lists exact on Base mainnet only.
+    let facilitator = failure(&report, "facilitator");
+    assert!(
+        facilitator.contains("does not settle exact on eip155:84532"),
+        "{facilitator}"
+    );
+    assert!(
+        facilitator.contains("https://x402.org/facilitator"),
+        "{facilitator}"
+    );
+}
+
+#[tokio::test]
+async fn on_the_testnet_base_sepolia_with_its_usdc_and_a_testnet_facilitator_pass() {
+    let Some(sepolia) = Chain::start_on_chain(84532, &[]).await else {
+        return;
+    };
+    let mut rig = rig(&sepolia).await;
+    rig.env.insert("X402_NETWORK".into(), "base-sepolia".into());
+    rig.facilitator
+        .set_supported(&[(2, "exact", "eip155:84532"), (1, "exact", "base-sepolia")]);
+    // The token is at mainnet's USDC address only: no USDC where the testnet's is.
+    let report = check(&rig.env).await;
+    let rpc = failure(&report, "rpc");
+    assert!(
+        rpc.contains(&format!("no contract at USDC's address {SEPOLIA_USDC}")),
+        "{rpc}"
+    );
+    assert!(passed(&report, "facilitator"), "{}", report.render());
+
+    sepolia
+        .token_also_at(SEPOLIA_USDC.parse().expect("address"))
+        .await;
+    let report = check(&rig.env).await;
+    assert!(passed(&report, "rpc"), "{}", report.render());
+    assert!(
+        report
+            .render()
+            .contains("✓ rpc: Base Sepolia (84532), USDC deployed"),
+        "{}",
+        report.render()
+    );
+    assert!(
+        report
+            .render()
+            .contains("✓ facilitator: lists exact on eip155:84532"),
+        "{}",
+        report.render()
+    );
+}
+
 #[tokio::test]
 async fn a_facilitator_without_our_network_or_refusing_our_credentials_fails() {
     let Some(chain) = Chain::start().await else {

@@ -223,7 +223,7 @@ async fn a_trailing_slash_in_the_base_url_is_harmless() {
 
 #[tokio::test]
 async fn the_local_facilitator_settles_nothing_and_says_success() {
-    let answer = LocalFacilitator
+    let answer = LocalFacilitator::default()
         .settle(&request())
         .await
         .expect("never fails");
@@ -265,6 +265,7 @@ async fn a_verified_payment_settles_with_its_own_payload_and_the_offered_require
             .expect("header value"),
     );
     let expected = grove_http::Expected {
+        network: grove_common::config::Network::Base,
         pay_to: grove_tests::PAY_TO.parse().expect("address"),
         amount_atomic: 180_000,
     };

@@ -55,7 +55,7 @@ async fn requests_are_counted_by_route_template_and_status_never_by_raw_path() {
         );
     }
     assert_eq!(rig.app.get("/no/such/page").await.status(), 404);
-    let metrics = rig.app.get("/metrics").await.text().await.expect("text");
+    let metrics = rig.app.metrics().await;
     assert_eq!(
         value(
             &metrics,
@@ -92,7 +92,7 @@ async fn a_label_value_with_a_quote_is_escaped() {
         ..Default::default()
     })
     .await;
-    let metrics = rig.app.get("/metrics").await.text().await.expect("text");
+    let metrics = rig.app.metrics().await;
     assert_eq!(
         value(
             &metrics,
@@ -122,7 +122,7 @@ async fn alert_rules_name_only_series_that_metrics_shows() {
         .pay_and_call(PATH, &caller_body("diagnose_growth"), None)
         .await;
     assert_eq!(response.status(), 200);
-    let api = rig.app.get("/metrics").await.text().await.expect("text");
+    let api = rig.app.metrics().await;
     wait_until("the worker to answer", async || {
         let url = worker_metrics.clone();
         rig.app.client.get(url).send().await.is_ok()

@@ -21,8 +21,6 @@ const PATHS: &[&str] = &[
     "/skills/grove-x402/SKILL.md",
     "/healthz",
     "/readyz",
-    "/metrics",
-    "/metrics/queues",
     "/api/v1/receipts/{id}",
     "/api/v1/actions/review-request/requests/{id}",
     "/api/v1/actions/review-request/requests/{id}/cancel",

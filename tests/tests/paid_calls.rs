@@ -281,7 +281,7 @@ async fn forged_payments_are_refused_before_any_money_moves() {
     }
     assert_eq!(rig.facilitator.settle_calls(), 0);
     assert_eq!(rig.llm.received(), 0);
-    let metrics = rig.app.get("/metrics").await.text().await.expect("text");
+    let metrics = rig.app.metrics().await;
     assert!(
         metrics.contains("grove_payment_refusals_total{reason=\"expired\"} 1"),
         "{metrics}"
@@ -354,7 +354,7 @@ async fn readiness_checks_database_and_queue_and_metrics_count_calls() {
             .status(),
         200
     );
-    let metrics = rig.app.get("/metrics").await.text().await.expect("text");
+    let metrics = rig.app.metrics().await;
     assert!(
         metrics.contains("grove_calls_total{mode=\"diagnose_growth\",outcome=\"completed\"} 1"),
         "{metrics}"

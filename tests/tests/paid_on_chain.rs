@@ -295,7 +295,8 @@ async fn sixty_four_concurrent_paid_calls_make_sixty_four_transfers_through_the_
 
 #[tokio::test]
 async fn an_unknown_outcome_proven_unsettled_on_chain_releases_the_scope() {
-    let Some(chain) = Chain::start().await else {
+    // Blocks every second: "expired" is the chain's time at its safe block, not ours.
+    let Some(chain) = Chain::start_with(&["--block-time", "1"]).await else {
         return;
     };
     // A facilitator that is down moves nothing; the chain tells reconciliation so.
@@ -332,10 +333,13 @@ async fn an_unknown_outcome_proven_unsettled_on_chain_releases_the_scope() {
         .expect("receipt")
         .to_owned();
 
-    // Once the authorization has expired unused, the call is proven unpaid.
-    wait_until("reconciliation proves the payment unsettled", async || {
-        rig.app.get_json(&receipt_url).await["status"] == "unpaid"
-    })
+    // Once a safe block past `validBefore` (and the margin) shows it unused, the call is
+    // proven unpaid.
+    grove_tests::wait_until_within(
+        "reconciliation proves the payment unsettled",
+        60,
+        async || rig.app.get_json(&receipt_url).await["status"] == "unpaid",
+    )
     .await;
     assert_eq!(
         rig.app.get_json(&receipt_url).await["settlement"],

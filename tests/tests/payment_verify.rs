@@ -7,6 +7,7 @@ use base64::{
     Engine,
     engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD},
 };
+use grove_common::config::Network;
 use grove_http::{
     Expected, PaymentPayload, PaymentRejection, VerifiedPayment, verify, verify_payload,
 };
@@ -46,6 +47,7 @@ async fn challenge() -> (String, Value) {
 
 fn expected() -> Expected {
     Expected {
+        network: Network::Base,
         pay_to: PAY_TO.parse().expect("PAY_TO parses"),
         amount_atomic: PRICE,
     }

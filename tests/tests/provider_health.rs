@@ -56,10 +56,6 @@ async fn unpaid(rig: &PaidApp, path: &str, body: &Value) -> reqwest::Response {
     rig.app.post_json(path, body, &[]).await
 }
 
-async fn text(rig: &PaidApp, path: &str) -> String {
-    rig.app.get(path).await.text().await.expect("text")
-}
-
 /// The value of one exact series line in `/metrics`.
 fn series(metrics: &str, line: &str) -> Option<f64> {
     metrics
@@ -251,7 +247,7 @@ async fn model_outage_is_not_sold_and_paid_calls_finish_after_it(
         ["open", "half_open"].contains(&gate_state(&rig, MODEL_GATE).await.as_str()),
         "shown open"
     );
-    let metrics = text(&rig, "/metrics").await;
+    let metrics = rig.app.metrics().await;
     let refused = format!("grove_gate_refusals_total{{provider=\"{MODEL_GATE}\"}}");
     assert!(
         series(&metrics, &refused).is_some_and(|n| n >= 3.0),
@@ -387,7 +383,7 @@ async fn twilio_outage_is_not_sold(opts: Options) {
         settled,
         "nothing settled while refused"
     );
-    let metrics = text(&rig, "/metrics").await;
+    let metrics = rig.app.metrics().await;
     let refused = format!("grove_gate_refusals_total{{provider=\"{gate}\"}}");
     assert!(
         series(&metrics, &refused).is_some_and(|n| n >= 1.0),

@@ -338,7 +338,7 @@ async fn a_killed_workers_call_is_taken_over_by_another_worker_even_with_redis_d
 
 /// The api's `grove_push_retries` gauge.
 async fn push_retries(rig: &Rig) -> Option<u64> {
-    let text = rig.paid.app.get("/metrics").await.text().await.ok()?;
+    let text = rig.paid.app.admin_get("/metrics").await.text().await.ok()?;
     text.lines()
         .find_map(|l| l.strip_prefix("grove_push_retries ")?.parse().ok())
 }
@@ -388,7 +388,7 @@ async fn a_push_that_fails_after_settlement_is_retried_until_it_lands() {
 
 /// One line of the api's `/metrics`, as a number.
 async fn gauge(paid: &grove_tests::paid::PaidApp, line: &str) -> Option<u64> {
-    let text = paid.app.get("/metrics").await.text().await.ok()?;
+    let text = paid.app.admin_get("/metrics").await.text().await.ok()?;
     text.lines()
         .find_map(|l| l.strip_prefix(line)?.trim().parse().ok())
 }
@@ -447,7 +447,15 @@ async fn the_api_stays_ready_without_workers_and_its_gauges_tell_ready_delayed_a
         .push_review(follow_up, Some(Duration::from_secs(3600)))
         .await
         .expect("push");
-    let queues = || async { paid.app.get_json("/metrics/queues").await["queues"].clone() };
+    let queues = || async {
+        paid.app
+            .admin_get("/metrics/queues")
+            .await
+            .json::<serde_json::Value>()
+            .await
+            .expect("json")["queues"]
+            .clone()
+    };
     wait_until("the paid call's job to wait", async || {
         queues().await["coaching"]["ready"] == 1
     })
@@ -475,7 +483,7 @@ async fn the_api_stays_ready_without_workers_and_its_gauges_tell_ready_delayed_a
     })
     .await;
     assert_eq!(queues().await["coaching"]["backlog"], 1);
-    let metrics = paid.app.get("/metrics").await.text().await.expect("text");
+    let metrics = paid.app.metrics().await;
     assert!(
         metrics.contains("grove_queue_consumers{queue=\"coaching\"} 1"),
         "{metrics}"

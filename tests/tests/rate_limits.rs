@@ -60,7 +60,7 @@ async fn a_burst_from_one_address_is_refused_while_another_address_is_served() {
         .await
         .expect("reaches the api");
     assert_eq!(health.status(), 200);
-    let metrics = app.get("/metrics").await.text().await.expect("text");
+    let metrics = app.metrics().await;
     assert!(
         metrics.contains("grove_rate_limited_total{limit=\"ip\"} 1"),
         "{metrics}"

@@ -236,6 +236,9 @@ fn embedded_env(
         ("DATABASE_URL", db.url.clone()),
         ("X402_PAY_TO", PAY_TO.into()),
         ("X402_FACILITATOR_URL", facilitator.url().into()),
+        // The fake's chain, read as production reads Base: a used nonce is ours only if the
+        // chain shows our transfer.
+        ("BASE_RPC_URL", facilitator.rpc_url()),
         ("LLM_PROVIDER", "openai".into()),
         ("LLM_BASE_URL", llm.openai_base()),
         ("CALL_DEADLINE_S", "30".into()),
@@ -356,7 +359,7 @@ async fn a_settlement_whose_process_died_before_its_outcome_is_reconciled_not_lo
     );
 
     // Started again (with a short settle timeout, so the reservation is stale within seconds),
-    // the server reconciles it as unknown: the re-post finds the transfer made, the work runs.
+    // the server reconciles it as unknown: the chain shows the transfer made, the work runs.
     facilitator.script(SettleScript::Success);
     for (k, v) in &mut api.env {
         if k == "X402_FACILITATOR_TIMEOUT_S" {

@@ -57,7 +57,7 @@ async fn sweeper_metric(rig: &PaidApp, name: &str) -> i64 {
     let text = rig
         .app
         .client
-        .get(rig.app.url("/metrics"))
+        .get(rig.app.admin_url("/metrics"))
         .send()
         .await
         .expect("metrics")

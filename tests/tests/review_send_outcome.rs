@@ -77,6 +77,7 @@ async fn rig() -> Rig {
         sweeps: Arc::default(),
         liveness,
         concurrency: grove_common::config::DEFAULT_WORKER_CONCURRENCY,
+        load: Default::default(),
     };
     Rig {
         deps,

@@ -115,6 +115,7 @@ async fn a_rolling_restart_under_load_loses_nothing_and_does_nothing_twice() {
         ("PUBLIC_BASE_URL", BASE_URL.to_owned()),
         ("X402_PAY_TO", PAY_TO.to_owned()),
         ("X402_FACILITATOR_URL", facilitator.url().to_owned()),
+        ("BASE_RPC_URL", facilitator.rpc_url()),
         ("LLM_BASE_URL", llm.openai_base()),
         ("DATABASE_URL", db.url.clone()),
         ("REDIS_URL", grove_tests::paid::REDIS_URL.to_owned()),

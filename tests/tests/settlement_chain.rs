@@ -4,7 +4,7 @@
 
 use alloy_primitives::{Address, U256};
 use futures::future::join_all;
-use grove_common::config::Secret;
+use grove_common::config::{Network, Secret};
 use grove_http::{
     AuthorizationQuery, AuthorizationReader, AuthorizationState, ChainReader, SelfSettler,
     SettleOutcome, SettleRequest, Settler,
@@ -23,9 +23,14 @@ fn pay_to() -> Address {
 }
 
 async fn settler(chain: &Chain, timeout: Duration) -> SelfSettler {
-    SelfSettler::connect(&Secret::new(&chain.url), &Secret::new(SETTLER_KEY), timeout)
-        .await
-        .expect("the settler connects to anvil")
+    SelfSettler::connect(
+        &Secret::new(&chain.url),
+        &Secret::new(SETTLER_KEY),
+        grove_tests::chain::settler_options(timeout),
+        Network::Base,
+    )
+    .await
+    .expect("the settler connects to anvil")
 }
 
 fn settled_hash(outcome: &SettleOutcome) -> String {
@@ -46,7 +51,7 @@ async fn a_settlement_moves_exactly_the_price_from_payer_to_payee_and_uses_the_a
     let payer = TestWallet::new();
     chain.mint(payer.address(), 1_000_000).await;
     let settler = settler(&chain, Duration::from_secs(30)).await;
-    let reader = ChainReader::new(&Secret::new(&chain.url)).expect("reader");
+    let reader = ChainReader::new(&Secret::new(&chain.url), Network::Base).expect("reader");
     let request = payment(&payer, PRICE, PayOptions::default());
     let (from, nonce) = authorization_of(&request);
     assert_eq!(reader.authorization_used(from, nonce).await, Ok(false));
@@ -217,7 +222,7 @@ async fn with_mining_stopped_the_outcome_is_unknown_and_the_authorization_is_use
     let payer = TestWallet::new();
     chain.mint(payer.address(), PRICE).await;
     let settler = settler(&chain, Duration::from_secs(1)).await;
-    let reader = ChainReader::new(&Secret::new(&chain.url)).expect("reader");
+    let reader = ChainReader::new(&Secret::new(&chain.url), Network::Base).expect("reader");
     let request = payment(&payer, PRICE, PayOptions::default());
     let (from, nonce) = authorization_of(&request);
     chain.rpc("evm_setAutomine", json!([false])).await;
@@ -259,14 +264,7 @@ async fn with_mining_stopped_the_outcome_is_unknown_and_the_authorization_is_use
 }
 
 fn query(request: &SettleRequest) -> AuthorizationQuery {
-    let (authorizer, nonce) = authorization_of(request);
-    AuthorizationQuery {
-        authorizer,
-        nonce,
-        to: pay_to(),
-        value: U256::from(PRICE),
-        since: 0,
-    }
+    grove_tests::chain::query_of(request, 0)
 }
 
 #[tokio::test]
@@ -276,7 +274,7 @@ async fn the_chain_tells_a_payment_from_a_cancellation_and_from_another_use_of_t
     };
     let payer = TestWallet::new();
     chain.mint(payer.address(), 10 * PRICE).await;
-    let reader = ChainReader::new(&Secret::new(&chain.url)).expect("reader");
+    let reader = ChainReader::new(&Secret::new(&chain.url), Network::Base).expect("reader");
 
     // Used for us: paid, with the transaction that did it.
     let paid = payment(&payer, PRICE, PayOptions::default());
@@ -324,4 +322,28 @@ async fn the_chain_tells_a_payment_from_a_cancellation_and_from_another_use_of_t
         })
     );
     assert_eq!(chain.balance(pay_to()).await, U256::from(PRICE));
+}
+
+#[tokio::test]
+async fn the_settler_refuses_an_endpoint_of_another_network_than_the_configured_one() {
+    let Some(mainnet) = Chain::start().await else {
+        return;
+    };
+    let (url, key) = (Secret::new(&mainnet.url), Secret::new(SETTLER_KEY));
+    let connect = |network| {
+        SelfSettler::connect(
+            &url,
+            &key,
+            grove_tests::chain::settler_options(Duration::from_secs(5)),
+            network,
+        )
+    };
+    match connect(Network::BaseSepolia).await {
+        Err(e) => assert_eq!(
+            e.to_string(),
+            "BASE_RPC_URL serves chain 8453, not Base Sepolia (84532)"
+        ),
+        Ok(_) => panic!("a testnet settler connected to Base mainnet's chain id"),
+    }
+    assert!(connect(Network::Base).await.is_ok());
 }

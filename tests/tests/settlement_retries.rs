@@ -121,7 +121,9 @@ async fn the_identical_retry_while_the_outcome_is_unknown_waits_uncharged_then_g
     let rig = rig(2, &[]).await;
     let body = caller_body("diagnose_growth");
     let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
-    // The transfer lands, the facilitator says pending, then is down.
+    // The transfer lands, the facilitator says pending, then is down; the chain endpoint lags
+    // too far behind to tell.
+    rig.facilitator.lag_rpc(3_600);
     rig.facilitator.script_next(SettleScript::Pending);
     rig.facilitator.script(SettleScript::Down);
     let r = rig.send_paid(PATH, &body, &payment, Some("k")).await;
@@ -145,6 +147,7 @@ async fn the_identical_retry_while_the_outcome_is_unknown_waits_uncharged_then_g
     );
 
     rig.facilitator.script(SettleScript::Success);
+    rig.facilitator.lag_rpc(0);
     wait_until("reconciliation settles and the work runs", async || {
         rig.app.get_json(&receipt_url).await["status"] == "completed"
     })

@@ -41,6 +41,7 @@ async fn self_settling(chain: &Chain) -> PaidApp {
 /// Grove settling through the loopback facilitator, with (or without) a chain to read.
 async fn through_facilitator(rpc_url: Option<&str>) -> PaidApp {
     spawn_paid(Options {
+        fake_chain: false,
         extra_env: rpc_url
             .map(|url| ("BASE_RPC_URL".to_owned(), url.to_owned()))
             .into_iter()
@@ -139,7 +140,11 @@ async fn a_deployed_erc1271_wallet_pays_once_through_the_api() {
         "longer than an EOA's"
     );
     let receipt = assert_settled_on_chain(&chain, &r, payer.address(), &paid.payment).await;
-    assert_eq!(sent_to(&receipt), grove_http::USDC, "straight to USDC");
+    assert_eq!(
+        sent_to(&receipt),
+        grove_tests::chain::USDC,
+        "straight to USDC"
+    );
     assert_eq!(chain.transfers_from(payer.address()).await, 1);
     assert_eq!(chain.balance(pay_to()).await, U256::from(PRICE));
     assert_eq!(chain.nonce(settler()).await, sent_before + 1);
@@ -213,7 +218,7 @@ async fn a_counterfactual_erc6492_wallet_is_deployed_and_pays_in_one_transaction
     // Its next payment, still wrapped in ERC-6492 as clients keep doing, goes straight to USDC.
     let (r, paid) = pay(&rig, &payer, PayOptions::default()).await;
     let receipt = assert_settled_on_chain(&chain, &r, payer.address(), &paid.payment).await;
-    assert_eq!(sent_to(&receipt), grove_http::USDC);
+    assert_eq!(sent_to(&receipt), grove_tests::chain::USDC);
     assert_eq!(chain.wallets_created().await, 1);
     assert_eq!(chain.transfers_from(payer.address()).await, 2);
     assert_eq!(chain.balance(pay_to()).await, U256::from(2 * PRICE));
@@ -409,11 +414,9 @@ async fn without_a_chain_a_smart_wallets_signature_is_refused_and_nothing_is_set
 
 #[tokio::test]
 async fn an_eoas_payment_asks_no_chain_and_an_unreachable_chain_is_a_503_for_a_wallet() {
-    // Nothing listens there: any request to the chain would fail.
-    let dead = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
-    let url = format!("http://{}", dead.local_addr().expect("address"));
-    drop(dead);
-    let rig = through_facilitator(Some(&url)).await;
+    // The chain answered at start-up (the api checks it is Base), then became unreachable.
+    let rig = spawn_paid(Options::default()).await;
+    rig.facilitator.rpc_down(true);
 
     let r = rig
         .pay_and_call(PATH, &caller_body("diagnose_growth"), None)

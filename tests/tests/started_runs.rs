@@ -56,6 +56,7 @@ async fn worker(test_db: &TestDb, db: &DatabaseConnection) -> Rig {
         sweeps: Arc::default(),
         liveness,
         concurrency: grove_common::config::DEFAULT_WORKER_CONCURRENCY,
+        load: Default::default(),
     });
     Rig { deps, llm }
 }

@@ -14,6 +14,7 @@ use grove_common::{
         outage,
     },
     jobs::{CoachingJob, Started},
+    load::Meter,
     queue::JobQueue,
 };
 use sea_orm::DatabaseConnection;
@@ -43,6 +44,9 @@ pub struct Deps {
     pub liveness: Arc<Liveness>,
     /// Jobs of one kind this process runs at once (`WORKER_CONCURRENCY`).
     pub concurrency: usize,
+    /// This process's coaching load (jobs held, runs finished and their times), which
+    /// admission before payment reads (`grove_common::load`).
+    pub load: Arc<Meter>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +77,7 @@ pub async fn coaching_job(job: CoachingJob, deps: Data<Arc<Deps>>) -> Result<(),
     // The paid call's trace, continued from the api that pushed the job.
     grove_common::telemetry::continue_trace(&span, job.trace.as_deref());
     let deps: Arc<Deps> = Arc::clone(&deps);
+    let _slot = deps.load.enter();
     detached(run_coaching(job, deps).instrument(span)).await
 }
 
@@ -175,6 +180,7 @@ pub async fn begin(deps: &Deps, call_id: Uuid, runner: Runner) -> Result<Start, 
 /// Does the work of a run that holds the call's lease, and stores its outcome (only while it
 /// still holds the lease: a run that was taken over leaves the call to the run that took it).
 pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Result<(), JobError> {
+    let began = tokio::time::Instant::now();
     let answer = async {
         match &deps.engine {
             Some(engine) => engine.answer(&deps.db, call).await,
@@ -187,6 +193,7 @@ pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Res
         tracing::warn!("the call's lease was taken over mid-run; stopping");
         return Ok(());
     };
+    deps.load.served(began.elapsed());
     let by = Finisher::Run(runner.run);
     match outcome {
         Outcome::Completed {

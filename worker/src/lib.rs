@@ -110,6 +110,12 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
         sms = Arc::new(sms::Watched::new(sms, gates, gate));
     }
     // Delivery reports only exist for a real provider; the outbox has none.
+    let load = Arc::clone(queue.meter());
+    // A job waits on the model; the provider's own cap, if lower, is what runs at once.
+    let model_cap = config.llm.as_ref().and_then(|l| l.max_concurrency);
+    load.set_capacity(model_cap.map_or(config.worker_concurrency, |m| {
+        m.min(config.worker_concurrency)
+    }));
     let status_callback = (config.sms_provider == SmsProviderKind::Twilio)
         .then(|| config.absolute(grove_common::catalog::paths::SMS_STATUS_WEBHOOK));
     Ok(Deps {
@@ -124,6 +130,7 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
         sweeps,
         liveness,
         concurrency: config.worker_concurrency,
+        load,
     })
 }
 

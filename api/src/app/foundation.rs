@@ -26,6 +26,8 @@ pub struct Foundation {
     pub(super) config: Config,
     pub(super) listener: TcpListener,
     pub(super) local_addr: SocketAddr,
+    /// The admin listener (`ADMIN_ADDR`), unless it is off.
+    pub(super) admin: Option<(TcpListener, SocketAddr)>,
     pub(super) db: DatabaseConnection,
     pub(super) schemas: Arc<SchemaRegistry>,
     pub(super) published: Published,
@@ -37,7 +39,8 @@ pub struct Foundation {
 }
 
 impl Foundation {
-    /// Binds `BIND_ADDR`, loads and checks the schemas and sandbox samples, connects to the
+    /// Binds `BIND_ADDR` and `ADMIN_ADDR` (refused without a token beyond loopback or in
+    /// production), loads and checks the schemas and sandbox samples, connects to the
     /// database and migrates it. `clock` is what quiet hours, consent age and follow-ups read
     /// (tests move it).
     pub async fn open(config: Config, clock: Arc<dyn Clock>) -> Result<Self, StartError> {
@@ -47,6 +50,7 @@ impl Foundation {
         };
         let listener = TcpListener::bind(config.bind_addr).await.map_err(bind)?;
         let local_addr = listener.local_addr().map_err(bind)?;
+        let admin = bind_admin(&config).await?;
         let schemas = Arc::new(SchemaRegistry::load()?);
         sandbox::check_all()?;
         let published = Published::render(&config, &schemas)?;
@@ -58,6 +62,7 @@ impl Foundation {
             config,
             listener,
             local_addr,
+            admin,
             db,
             schemas,
             published,
@@ -93,6 +98,23 @@ impl Foundation {
     pub fn stopped(&self) -> watch::Receiver<bool> {
         self.stop.subscribe()
     }
+}
+
+/// The admin listener, when `ADMIN_ADDR` is not `off` and its tokens allow it to start.
+async fn bind_admin(config: &Config) -> Result<Option<(TcpListener, SocketAddr)>, StartError> {
+    let Some(addr) = config.admin.addr else {
+        return Ok(None);
+    };
+    if let Some(refusal) = config.admin.refusal(config.app_env) {
+        return Err(StartError::AdminUnguarded(refusal));
+    }
+    let bind = |source| StartError::Bind { addr, source };
+    let listener = TcpListener::bind(addr).await.map_err(bind)?;
+    let local = listener.local_addr().map_err(bind)?;
+    if config.admin.tokens.is_empty() {
+        tracing::warn!(%local, "ADMIN_TOKENS is not set: the admin API and console refuse every request; metrics are served");
+    }
+    Ok(Some((listener, local)))
 }
 
 /// What the api hands jobs to and hears back from: the queue, the completion notifier and,

@@ -8,11 +8,12 @@ mod foundation;
 pub use foundation::{BackEnd, Foundation};
 
 use crate::{
+    admin,
     error::ApiError,
     request_id, routes,
     state::{AppState, Inner},
     x402::{
-        chain::{ChainReader, ChainWallets, SelfSettler},
+        chain::{ChainReader, ChainWallets, Finality, SelfSettler, SettlerOptions},
         facilitator::{Facilitator, HttpFacilitator, LocalFacilitator},
         settle::{AuthorizationReader, Settler, ViaFacilitator},
     },
@@ -29,7 +30,12 @@ use grove_common::{
     sandbox,
     x402::headers,
 };
-use std::{future::Future, io, net::SocketAddr, sync::Arc};
+use std::{
+    future::{Future, IntoFuture},
+    io,
+    net::SocketAddr,
+    sync::Arc,
+};
 use tokio::{net::TcpListener, sync::watch};
 use tower_http::{
     catch_panic::CatchPanicLayer,
@@ -40,6 +46,9 @@ use tower_http::{
 pub enum StartError {
     #[error("could not bind {addr}: {source}")]
     Bind { addr: SocketAddr, source: io::Error },
+    /// The admin listener would be reachable beyond loopback, or serve production, unguarded.
+    #[error("the admin listener refuses to start: {0}")]
+    AdminUnguarded(String),
     #[error(transparent)]
     Schema(#[from] grove_common::schema::SchemaError),
     #[error(transparent)]
@@ -56,10 +65,18 @@ pub enum StartError {
     Chain(#[from] crate::x402::chain::ChainError),
 }
 
+struct Admin {
+    listener: TcpListener,
+    addr: SocketAddr,
+    router: Router,
+}
+
 pub struct Application {
     listener: TcpListener,
     router: Router,
     local_addr: SocketAddr,
+    /// The admin listener and what it serves (`crate::admin`), unless `ADMIN_ADDR=off`.
+    admin: Option<Admin>,
     /// Stops what runs beside the server (reconciliation, push retries, an embedded worker).
     stop: watch::Sender<bool>,
     /// The embedded worker's liveness lock: if it is lost, the server stops with an error.
@@ -74,6 +91,7 @@ impl Application {
             config,
             listener,
             local_addr,
+            admin: admin_listener,
             db,
             schemas,
             published,
@@ -94,12 +112,14 @@ impl Application {
                     config.facilitator_timeout,
                 )?,
             }),
-            None => Arc::new(LocalFacilitator),
+            None => Arc::new(LocalFacilitator {
+                network: config.network,
+            }),
         };
-        let (settler, chain) = settlement(&config, facilitator).await?;
+        let (settler, chain) = settlement(&config, facilitator, clock.clone(), &db).await?;
         // Smart-wallet payers' signatures are checked on chain (docs/smart-wallets.md).
         let wallets = match &config.settlement.base_rpc_url {
-            Some(rpc) => Some(Arc::new(ChainWallets::new(rpc)?) as _),
+            Some(rpc) => Some(Arc::new(ChainWallets::new(rpc, config.network)?) as _),
             None => None,
         };
         let BackEnd {
@@ -119,6 +139,7 @@ impl Application {
         let cors = cors(&sandbox_header);
         let stopped = stop.subscribe();
         let limits = crate::limits::Limits::new(&config.limits);
+        let admission = crate::paid::admission::Admission::new(config.call_deadline, &queue);
         let state = AppState::new(Inner {
             config,
             schemas,
@@ -138,6 +159,14 @@ impl Application {
             push_retries: crate::paid::retries::Retries::new(stopped.clone()),
             worker_process: liveness.as_ref().map(|l| l.key()),
             gates,
+            admission,
+        });
+        let follower = state.clone();
+        let follow_until = stopped.clone();
+        tokio::spawn(async move {
+            (follower.admission)
+                .follow(&follower.queue, follow_until)
+                .await;
         });
         tokio::spawn(forget_idle_clients(state.clone(), stopped.clone()));
         tokio::spawn(crate::paid::rerun::run(state.clone(), stopped.clone()));
@@ -146,6 +175,11 @@ impl Application {
             state.config.sweep_interval,
             stopped,
         ));
+        let admin = admin_listener.map(|(listener, addr)| Admin {
+            listener,
+            addr,
+            router: admin::router(state.clone()),
+        });
         let router = routes::router(state.clone())
             .layer(axum::middleware::from_fn_with_state(
                 state.clone(),
@@ -165,6 +199,7 @@ impl Application {
             listener,
             router,
             local_addr,
+            admin,
             stop,
             liveness,
         })
@@ -174,15 +209,42 @@ impl Application {
         self.local_addr
     }
 
+    /// The admin listener's address (`ADMIN_ADDR`), unless it is off.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin.as_ref().map(|a| a.addr)
+    }
+
+    /// Serves the public port and the admin listener until `shutdown`; both stop on it.
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
+        let (stopping, stop_serving) = watch::channel(false);
+        let signal = async move {
+            shutdown.await;
+            let _ = stopping.send(true);
+            Ok::<(), io::Error>(())
+        };
+        let stopped = |mut rx: watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        };
         // The peer's address reaches the rate limits (`crate::limits`).
         let service = self
             .router
             .into_make_service_with_connect_info::<SocketAddr>();
-        let served = axum::serve(self.listener, service).with_graceful_shutdown(shutdown);
+        let public = axum::serve(self.listener, service)
+            .with_graceful_shutdown(stopped(stop_serving.clone()));
+        let admin = async {
+            match self.admin {
+                Some(admin) => {
+                    axum::serve(admin.listener, admin.router)
+                        .with_graceful_shutdown(stopped(stop_serving.clone()))
+                        .await
+                }
+                None => Ok(()),
+            }
+        };
+        let served = async { tokio::try_join!(signal, public.into_future(), admin).map(|_| ()) };
         let lost = async {
             match &self.liveness {
                 Some(l) => l.lost().await,
@@ -217,23 +279,49 @@ async fn forget_idle_clients(state: AppState, mut stopped: watch::Receiver<bool>
 async fn settlement(
     config: &Config,
     facilitator: Arc<dyn Facilitator>,
+    clock: Arc<dyn grove_common::clock::Clock>,
+    db: &sea_orm::DatabaseConnection,
 ) -> Result<(Arc<dyn Settler>, Option<Arc<dyn AuthorizationReader>>), StartError> {
     let s = &config.settlement;
+    if let Some(rpc) = &s.base_rpc_url {
+        // Decisions read from this endpoint: it must be our network, with USDC on it (issue 25).
+        let facts = ChainReader::new(rpc, config.network)?
+            .check_serves_network()
+            .await?;
+        tracing::info!(
+            chain_id = facts.chain_id,
+            head = facts.head_number,
+            network = config.network.display_name(),
+            "BASE_RPC_URL serves the configured network"
+        );
+    }
     if s.mode == SettlementMode::SelfHosted
         && let (Some(rpc), Some(key)) = (&s.base_rpc_url, &s.settler_private_key)
     {
-        let settler = Arc::new(SelfSettler::connect(rpc, key, s.timeout).await?);
+        let mut settler = SelfSettler::connect(rpc, key, SettlerOptions::from(s), config.network)
+            .await?
+            .with_finality(Finality::of(s));
+        // Replicas on PostgreSQL share the settler key's nonce counter (docs/settlement.md).
+        if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+            settler = settler.with_nonces(Arc::new(crate::paid::SharedNonces::new(db.clone())));
+        }
+        let settler = Arc::new(settler);
         tracing::info!(settler = %settler.address(), "settling payments on chain ourselves");
         let reader: Arc<dyn AuthorizationReader> = settler.clone();
         return Ok((settler, Some(reader)));
     }
     let chain = match &s.base_rpc_url {
-        Some(rpc) => Some(Arc::new(ChainReader::new(rpc)?) as Arc<dyn AuthorizationReader>),
+        Some(rpc) => Some(Arc::new(
+            ChainReader::new(rpc, config.network)?.with_finality(Finality::of(s)),
+        ) as Arc<dyn AuthorizationReader>),
         None => None,
     };
     let settler = Arc::new(ViaFacilitator {
         facilitator,
         local: config.settles_locally(),
+        network: config.network,
+        chain: chain.clone(),
+        clock,
     });
     Ok((settler, chain))
 }

@@ -134,6 +134,25 @@ pub enum ApiError {
         provider: ProviderKind,
         retry_after_s: u64,
     },
+    /// 401 (admin listener): no operator token, or one that matches none of `ADMIN_TOKENS`.
+    #[error(
+        "an operator token is required: send Authorization: Bearer <token> (one of ADMIN_TOKENS)"
+    )]
+    Unauthorized,
+    /// 409 (admin): the chain says otherwise than the operator's resolution; nothing changed.
+    #[error("the chain disagrees: {0}; nothing was changed")]
+    ChainDisagrees(String),
+    /// 409 (admin): the payment is not waiting for an operator (already decided, or still being
+    /// reconciled on schedule); nothing changed.
+    #[error("{0}; nothing was changed")]
+    NotResolvable(String),
+    /// 503: the coaching calls ahead would not finish within the deadline at the workers'
+    /// measured pace, so a new one is not priced (`paid::admission`). Never answers a request
+    /// whose payment is already held.
+    #[error(
+        "every worker is busy with calls that would not leave room for this one within the deadline, so it is not sold now; nothing was charged: retry after Retry-After seconds"
+    )]
+    OverCapacity { retry_after_s: u64 },
     /// 500: a bug or an outage. The cause, with its own sources, is logged; the client gets
     /// only the request id.
     #[error("internal error")]
@@ -205,6 +224,7 @@ impl ApiError {
             | ApiError::SettlementPending { retry_after_s, .. }
             | ApiError::SettlementUnavailable { retry_after_s }
             | ApiError::RateLimited { retry_after_s }
+            | ApiError::OverCapacity { retry_after_s }
             | ApiError::ProviderUnavailable { retry_after_s, .. } => Some(*retry_after_s),
             ApiError::Unavailable(_) | ApiError::PaymentsDisabled => {
                 Some(NOT_ON_SALE_RETRY_AFTER_S)
@@ -214,7 +234,7 @@ impl ApiError {
         }
     }
 
-    fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             ApiError::InvalidJson(_) => StatusCode::BAD_REQUEST,
             ApiError::UnknownAgent(_) | ApiError::UnknownMode(_) | ApiError::NotFound => {
@@ -236,6 +256,8 @@ impl ApiError {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
             ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::ChainDisagrees(_) | ApiError::NotResolvable(_) => StatusCode::CONFLICT,
             ApiError::UpstreamFailed { .. } => StatusCode::BAD_GATEWAY,
             ApiError::StillRunning { .. } | ApiError::SettlementPending { .. } => {
                 StatusCode::GATEWAY_TIMEOUT
@@ -244,6 +266,7 @@ impl ApiError {
             | ApiError::PaymentsDisabled
             | ApiError::SettlementUnavailable { .. }
             | ApiError::DatabaseUnavailable
+            | ApiError::OverCapacity { .. }
             | ApiError::ProviderUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -271,6 +294,9 @@ impl ApiError {
             ApiError::CooldownActive { .. } => "cooldown_active",
             ApiError::AlreadyFinal(_) => "not_cancellable",
             ApiError::Forbidden => "forbidden",
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::ChainDisagrees(_) => "chain_disagrees",
+            ApiError::NotResolvable(_) => "not_resolvable",
             ApiError::UpstreamFailed { .. } => "upstream_failed",
             ApiError::StillRunning { .. } => "still_running",
             ApiError::SettlementPending { .. } => "settlement_pending",
@@ -280,6 +306,7 @@ impl ApiError {
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::ProviderUnavailable { provider, .. } => unavailable_code(*provider),
             ApiError::DatabaseUnavailable => "database_unavailable",
+            ApiError::OverCapacity { .. } => "over_capacity",
             ApiError::Internal(_) => "internal",
         }
     }
@@ -321,6 +348,12 @@ impl IntoResponse for ApiError {
             && let Ok(v) = HeaderValue::from_str(&seconds.to_string())
         {
             response.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        if matches!(self, ApiError::Unauthorized) {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"grove-admin\""),
+            );
         }
         // A 405's `Allow` is set by the router from the methods the matched route really has.
         response

@@ -31,7 +31,6 @@ use crate::{
         payload::PaymentPayload,
     },
 };
-use grove_common::x402::NETWORK_V2;
 use rmcp::model::{CallToolResult, MetaObject};
 use serde_json::{Value, json};
 
@@ -68,7 +67,7 @@ pub fn payment_required(tool: &str, challenge: &Challenge) -> CallToolResult {
         if let Some(reason) = challenge.error.strip_prefix(&codes::settlement_failed("")) {
             fields.insert(
                 PAYMENT_RESPONSE.into(),
-                json!({"success": false, "errorReason": reason, "transaction": "", "network": NETWORK_V2}),
+                json!({"success": false, "errorReason": reason, "transaction": "", "network": challenge.v2.accepts.first().map(|a| a.network.as_str())}),
             );
         }
     }

@@ -28,7 +28,7 @@ pub struct GroveMcp {
 
 impl GroveMcp {
     pub fn new(state: AppState) -> Self {
-        let tools = Arc::new(Tools::build(&state.schemas));
+        let tools = Arc::new(Tools::build(&state.schemas, state.config.network));
         Self { state, tools }
     }
 }
@@ -45,7 +45,7 @@ fn request_id_of(cx: &RequestContext<RoleServer>) -> String {
 fn instructions(state: &AppState) -> String {
     format!(
         "{name} sells growth coaching (one tool per mode; pick the coach with `coach`) and an SMS \
-         review request, paid per call in USDC on Base with x402. Every tool takes `sandbox: true` \
+         review request, paid per call in {funds} with x402. Every tool takes `sandbox: true` \
          for a free sample. A paid call made without payment returns an error result whose \
          structuredContent is the x402 PaymentRequired (x402Version, accepts): sign an EIP-3009 \
          authorization for one of the accepts and repeat the identical call with the x402 v2 \
@@ -53,6 +53,7 @@ fn instructions(state: &AppState) -> String {
          price: do not pay; follow its receipt or retry_after_s. The resources hold the \
          catalogs, the guides and the skill file ({skill}).",
         name = state.config.service_name,
+        funds = crate::render::usdc_on(state.config.network),
         skill = state.config.absolute(&state.config.skill_path()),
     )
 }

@@ -11,6 +11,7 @@
 
 use grove_common::{
     catalog::{self, Coach, MODES, Mode, REVIEW_REQUEST},
+    config::Network,
     schema::SchemaRegistry,
 };
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
@@ -39,14 +40,14 @@ pub struct Tools {
 }
 
 impl Tools {
-    pub fn build(schemas: &SchemaRegistry) -> Self {
+    pub fn build(schemas: &SchemaRegistry, network: Network) -> Self {
         let mut listed = Vec::new();
         let mut targets = Vec::new();
         for mode in MODES.iter() {
-            listed.push(coaching_tool(schemas, mode));
+            listed.push(coaching_tool(schemas, mode, network));
             targets.push(Target::Coaching(mode));
         }
-        listed.push(review_tool(schemas));
+        listed.push(review_tool(schemas, network));
         targets.push(Target::ReviewRequest);
         Self { listed, targets }
     }
@@ -72,9 +73,10 @@ fn human(id: &str) -> String {
 }
 
 /// How payment and the free sample work, the same for every tool.
-fn paying(price: &str) -> String {
+fn paying(price: &str, network: Network) -> String {
+    let funds = crate::render::usdc_on(network);
     format!(
-        "{price} per call, in USDC on Base, paid with x402 over MCP: a call without payment \
+        "{price} per call, in {funds}, paid with x402 over MCP: a call without payment \
          returns an error result whose structuredContent holds the payment requirements \
          (x402Version, accepts); sign one and repeat the identical call with the payment in \
          _meta[\"x402/payment\"]. The answer carries the settlement in \
@@ -83,7 +85,7 @@ fn paying(price: &str) -> String {
     )
 }
 
-fn coaching_tool(schemas: &SchemaRegistry, mode: &'static Mode) -> Tool {
+fn coaching_tool(schemas: &SchemaRegistry, mode: &'static Mode, network: Network) -> Tool {
     let coaches: Vec<&Coach> = catalog::coaches_offering(mode.id).collect();
     let names: Vec<&str> = coaches.iter().map(|c| c.name).collect();
     let price = mode.price().to_string();
@@ -96,7 +98,7 @@ fn coaching_tool(schemas: &SchemaRegistry, mode: &'static Mode) -> Tool {
         if names.len() == 1 { "" } else { "es" },
         names.join(", "),
         mode.tier.as_str(),
-        paying(&price),
+        paying(&price, network),
     );
     let published = schemas.mode(mode.id);
     let input = input_schema(
@@ -119,7 +121,7 @@ fn coaching_tool(schemas: &SchemaRegistry, mode: &'static Mode) -> Tool {
         )))
 }
 
-fn review_tool(schemas: &SchemaRegistry) -> Tool {
+fn review_tool(schemas: &SchemaRegistry, network: Network) -> Tool {
     let price = REVIEW_REQUEST.price.to_string();
     let description = format!(
         "{} Checked before any charge: the body, the consent, the opt-out list and the cooldown \
@@ -128,7 +130,7 @@ fn review_tool(schemas: &SchemaRegistry) -> Tool {
          same arguments, or the same idempotency_key, within 24 hours replay the tracked request \
          and never send a second text.",
         REVIEW_REQUEST.summary,
-        paying(&price),
+        paying(&price, network),
     );
     let input = input_schema(
         schemas.action().request.json(),
@@ -248,7 +250,7 @@ mod tests {
     #[test]
     fn seventeen_tools_with_short_names_and_one_coach_defaulted() {
         let schemas = SchemaRegistry::load().expect("schemas");
-        let tools = Tools::build(&schemas);
+        let tools = Tools::build(&schemas, Network::Base);
         assert_eq!(tools.list().len(), 17);
         for tool in tools.list() {
             assert!(tool.name.len() <= 40, "{}", tool.name);

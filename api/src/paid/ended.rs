@@ -13,7 +13,6 @@ use grove_common::{
         entities::{call, result},
     },
     receipt,
-    x402::{NETWORK_V1, NETWORK_V2},
 };
 use serde_json::Value;
 
@@ -146,9 +145,9 @@ pub(super) async fn deliver(
         .metrics
         .call_outcome(mode, if replay { "replayed" } else { "completed" });
     let network = if payment.version == 1 {
-        NETWORK_V1
+        state.config.network.v1_name()
     } else {
-        NETWORK_V2
+        state.config.network.caip2()
     };
     Ok(Delivery {
         body: result.body,

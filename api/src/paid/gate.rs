@@ -6,6 +6,7 @@
 //! put `Delivery::settlement` in `_meta["x402/payment-response"]`.
 
 use super::{
+    admission::Settling,
     ended::{self, Delivery, Ended},
     fulfil, health,
     idempotency::{self, Kind, Scope},
@@ -53,6 +54,7 @@ pub async fn purchase(
         offer: product.offer(&state.schemas),
     };
     let expected = Expected {
+        network: state.config.network,
         pay_to,
         amount_atomic: terms.offer.price.atomic(),
     };
@@ -63,6 +65,7 @@ pub async fn purchase(
         }
         Ok(None) => {
             health::before_price(state, product)?;
+            health::within_capacity(state, product)?;
             return Err(terms.refuse(codes::PAYMENT_REQUIRED));
         }
         Err(rejection) => Err(rejection.into()),
@@ -71,6 +74,7 @@ pub async fn purchase(
         Ok(p) => p,
         Err(WalletCheckError::Rejected(rejection)) => {
             health::before_price(state, product)?;
+            health::within_capacity(state, product)?;
             state.metrics.payment_rejected(rejection.reason());
             tracing::info!(reason = rejection.reason(), "payment refused");
             return Err(terms.refuse(&codes::payment_invalid(rejection.reason())));
@@ -117,7 +121,11 @@ pub async fn purchase(
             fulfil::repeat(state, product, call_id, deadline).await?
         }
         Claim::New(call) => {
-            settle_and_wait(state, &terms, product, *call, &settle_request, deadline).await?
+            // A paid coaching call is ahead of new ones from here until its job is pushed.
+            let settling = (product.kind() == Kind::Coaching).then(|| state.admission.paid());
+            let call = *call;
+            let request = &settle_request;
+            settle_and_wait(state, &terms, product, call, request, deadline, settling).await?
         }
     };
     ended::deliver(state, &terms, product.labels().mode, &payment, ended).await
@@ -169,7 +177,7 @@ async fn reserve(
     let pay = NewPayment {
         nonce: format!("{:#x}", payment.nonce),
         amount: payment.amount_atomic.to_string(),
-        network: grove_common::x402::NETWORK_V2.into(),
+        network: state.config.network.caip2().into(),
         x402_version: i32::from(payment.version),
         settle_request: serde_json::to_value(settle_request).map_err(ApiError::internal)?,
         valid_before: i64::try_from(payment.valid_before).unwrap_or(i64::MAX),
@@ -207,6 +215,7 @@ async fn settle_and_wait(
     call: call::Model,
     settle_request: &SettleRequest,
     deadline: Instant,
+    settling: Option<Settling<'_>>,
 ) -> Result<Ended, ApiError> {
     if let Some(NotSold { reason, error }) = product.before_settlement(state, call.id).await? {
         let not_sold = SettleOutcome::Refused {
@@ -247,10 +256,15 @@ async fn settle_and_wait(
     let mut transaction = None;
     let mut pushed = false;
     match &outcome {
+        // Decided by another writer first (reconciliation took a stale reservation): this
+        // refusal moved nothing, so it gives nothing back; the call's own outcome is awaited.
+        SettleOutcome::Refused { reason } if !moved => {
+            tracing::warn!(call_id = %call.id, %reason, "settlement refused after the call was decided elsewhere");
+        }
         SettleOutcome::Refused { reason } => {
             if outcome.is_operator_fault() {
                 tracing::error!(call_id = %call.id, %reason,
-                    "settlement not processed: the facilitator refused our credentials; the payment was handed back");
+                    "settlement not processed through no fault of the payer's (see the reason); the payment was handed back");
             } else {
                 tracing::warn!(call_id = %call.id, %reason, "settlement refused");
             }
@@ -273,6 +287,8 @@ async fn settle_and_wait(
             state.reconcile.notify_one();
         }
     }
+    // Pushed (or not to be): the queue counts it now.
+    drop(settling);
     let enqueued = Instant::now();
     // A call just pushed is not final yet: the first look waits for the worker's wake-up.
     let waited = wait::until_final_with(&state.db, waiter, call.id, deadline, !pushed).await?;

@@ -7,6 +7,9 @@
 //! to the gate's idempotency, so the repeat of a paid call (its replay, its wait, its free
 //! re-run) and the payment that answers a price quoted before the gate opened are never refused.
 //! A call paid that way and failed in the outage is re-run once the gate closes (`rerun`).
+//!
+//! No price either for a coaching call that could not finish within the deadline at the
+//! workers' pace (`within_capacity`, issue 31; the estimate is `super::admission`'s).
 
 use super::{Kind, product::Product};
 use crate::{error::ApiError, state::AppState};
@@ -35,4 +38,23 @@ pub(super) fn left_for_later(state: &AppState, product: &dyn Product) -> bool {
         && product
             .provider(&state.config)
             .is_some_and(|p| !state.gates.admits(&p))
+}
+
+/// `Err(OverCapacity)` when a new `product` call could not finish within the deadline; only
+/// coaching calls wait on the model, so only they are measured.
+pub(super) fn within_capacity(state: &AppState, product: &dyn Product) -> Result<(), ApiError> {
+    if product.kind() != Kind::Coaching {
+        return Ok(());
+    }
+    let Err(wait) = state.admission.quote() else {
+        return Ok(());
+    };
+    state.metrics.over_capacity();
+    tracing::info!(
+        retry_after_s = wait.as_secs(),
+        "not priced: the calls ahead would not finish within the deadline"
+    );
+    Err(ApiError::OverCapacity {
+        retry_after_s: wait.as_secs(),
+    })
 }

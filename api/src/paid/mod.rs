@@ -7,11 +7,13 @@
 //!   builds the challenges that refuse it.
 //! - `http`: the HTTP adapter (the payment from headers, the outcome as a response).
 //! - `fulfil`: what follows a settled payment, and the repeat of a held request.
-//! - `health`: no price while the product's provider is down (its health gate is open).
+//! - `health`: no price while the product's provider is down (its health gate is open);
+//!   `admission`: no price for a coaching call that could not finish within the deadline.
 //! - `ledger` (the durable records), `idempotency`, `push` (and its `retries`), `wait`, and
 //!   `reconcile`, the server's own follow-through on money already taken; `rerun`, which
 //!   finishes paid calls that failed in a provider outage once the provider is back.
 
+pub mod admission;
 pub mod ended;
 pub mod fulfil;
 pub mod gate;
@@ -28,4 +30,5 @@ mod terms;
 mod wait;
 
 pub use idempotency::Kind;
+pub use ledger::SharedNonces;
 pub use product::{Labels, NotSold, Product};

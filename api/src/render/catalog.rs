@@ -1,32 +1,36 @@
 //! The two catalogs (spec 2.1, 2.2, 2.7; CONTRACT 2) and the discovery document, derived from
 //! `grove_common::catalog` and the configuration.
 
-use super::number_word;
+use super::{number_word, usdc_on};
 use grove_common::{
     catalog::{self, COACHES, MODES, REVIEW_REQUEST, paths},
-    config::{Config, SmsProviderKind},
-    x402,
+    config::{Config, Network, SmsProviderKind},
 };
 use serde_json::{Value, json};
 
 /// What the service sells, in one paragraph (catalog and OpenAPI).
-pub fn description() -> String {
+pub fn description(network: Network) -> String {
     format!(
         "Pay-per-call growth coaching for AI agents: {} coaches, {} modes, each answer a strict \
          JSON envelope with a one-constraint diagnosis, numbers, actions, caveats and a typed \
-         deliverable. Plus one paid action: a consented, tracked SMS review request. Paid in USDC \
-         on Base with x402; free sandbox, schemas and guides.",
+         deliverable. Plus one paid action: a consented, tracked SMS review request. Paid in {} \
+         with x402; free sandbox, schemas and guides.",
         number_word(COACHES.len()),
         number_word(MODES.len()),
+        usdc_on(network),
     )
 }
 
 /// `payment` block shared by both catalogs.
 fn payment(config: &Config, extra_note: Option<&str>) -> Value {
-    let mut note = String::from(
-        "x402, scheme exact, USDC on Base mainnet. Send the payment in PAYMENT-SIGNATURE (x402 v2) \
+    let network = config.network;
+    let mut note = format!(
+        "x402, scheme exact, {} ({}, asset {}). Send the payment in PAYMENT-SIGNATURE (x402 v2) \
          or X-PAYMENT (x402 v1); an unpaid call returns 402 with the requirements in the \
          PAYMENT-REQUIRED header (v2) and in the body (v1).",
+        usdc_on(network),
+        network.caip2(),
+        network.usdc_address(),
     );
     if config.pay_to.is_none() {
         note.push_str(" Payments are disabled on this server (no pay-to address): paid calls answer 503 payments_disabled; the sandbox works.");
@@ -40,8 +44,9 @@ fn payment(config: &Config, extra_note: Option<&str>) -> Value {
     json!({
         "protocol": "x402",
         "enabled": config.pay_to.is_some(),
-        "network": x402::NETWORK_V2,
-        "testnet": false,
+        "network": network.caip2(),
+        "asset": network.usdc_address(),
+        "testnet": network.is_testnet(),
         "note": note,
     })
 }
@@ -86,7 +91,7 @@ pub fn agents(config: &Config) -> Value {
     json!({
         "service": config.service_name,
         "version": "v1",
-        "description": description(),
+        "description": description(config.network),
         "call_shape": call_shape(config),
         "payment": payment(config, llm_note),
         "agents": agents,
@@ -179,10 +184,13 @@ pub fn well_known(config: &Config) -> Value {
         "skill": config.absolute(&config.skill_path()),
         "openapi": config.absolute(paths::OPENAPI),
         "instructions": format!(
-            "POST a JSON body to a resource. Without payment you get 402 with the price ({min} to {max} per coaching call by mode, {} per review request) in the PAYMENT-REQUIRED header (x402 v2) and the body (v1). Sign a USDC EIP-3009 authorization on Base (domain \"{}\", version \"{}\") and retry the identical request with PAYMENT-SIGNATURE or X-PAYMENT. Try any call free with the header {}: 1. Read the skill file for the full flow.",
+            "POST a JSON body to a resource. Without payment you get 402 with the price ({min} to {max} per coaching call by mode, {} per review request) in the PAYMENT-REQUIRED header (x402 v2) and the body (v1). Sign a USDC EIP-3009 authorization on {} ({}, USDC {}, domain \"{}\", version \"{}\") and retry the identical request with PAYMENT-SIGNATURE or X-PAYMENT. Try any call free with the header {}: 1. Read the skill file for the full flow.",
             REVIEW_REQUEST.price,
-            x402::USDC_DOMAIN_NAME,
-            x402::USDC_DOMAIN_VERSION,
+            config.network.display_name(),
+            config.network.caip2(),
+            config.network.usdc_address(),
+            config.network.usdc_domain_name(),
+            config.network.usdc_domain_version(),
             config.sandbox_header(),
         ),
     })

@@ -2,8 +2,11 @@
 //! guides and the skill file both show next to the raw curl flow. Each client reads the 402,
 //! signs the USDC authorization with the caller's key and retries with `PAYMENT-SIGNATURE`.
 
+use grove_common::config::Network;
+
 /// Install line and program for `@x402/fetch` (TypeScript, Node 18+).
-pub fn typescript(url: &str, body: &str) -> (&'static str, String) {
+pub fn typescript(network: Network, url: &str, body: &str) -> (&'static str, String) {
+    let funds = super::usdc_on(network);
     (
         "npm install @x402/fetch @x402/evm viem",
         format!(
@@ -11,7 +14,7 @@ pub fn typescript(url: &str, body: &str) -> (&'static str, String) {
 import {{ ExactEvmScheme }} from "@x402/evm/exact/client";
 import {{ privateKeyToAccount }} from "viem/accounts";
 
-// The key's account pays: it needs USDC on Base.
+// The key's account pays: it needs {funds}.
 const signer = privateKeyToAccount(process.env.EVM_PRIVATE_KEY);
 const client = new x402Client();
 client.register("eip155:*", new ExactEvmScheme(signer));
@@ -32,7 +35,8 @@ console.log(res.status, await res.json());"#
 }
 
 /// Install line and program for the `x402` package (Python 3.10+, httpx).
-pub fn python(url: &str, body: &str) -> (&'static str, String) {
+pub fn python(network: Network, url: &str, body: &str) -> (&'static str, String) {
+    let funds = super::usdc_on(network);
     (
         r#"pip install "x402[httpx,evm]" eth-account"#,
         format!(
@@ -46,7 +50,7 @@ from x402.mechanisms.evm.exact.register import register_exact_evm_client
 BODY = json.loads(r'''{body}''')
 
 async def main():
-    # The key's account pays: it needs USDC on Base.
+    # The key's account pays: it needs {funds}.
     account = Account.from_key(os.environ["EVM_PRIVATE_KEY"])
     client = x402Client()
     register_exact_evm_client(client, EthAccountSigner(account))
@@ -67,7 +71,13 @@ asyncio.run(main())"#
 /// Install line and program for calling a paid tool over MCP (Python 3.10+): PyPI `mcp` lists
 /// and calls the tools; the `x402` package signs the requirements an unpaid call returns, and the
 /// identical call is repeated with the payment in `_meta["x402/payment"]` (x402 MCP transport).
-pub fn mcp_python(mcp_url: &str, tool: &str, arguments: &str) -> (&'static str, String) {
+pub fn mcp_python(
+    network: Network,
+    mcp_url: &str,
+    tool: &str,
+    arguments: &str,
+) -> (&'static str, String) {
+    let funds = super::usdc_on(network);
     (
         r#"pip install mcp "x402[evm]" eth-account"#,
         format!(
@@ -81,7 +91,7 @@ from x402.mechanisms.evm.signers import EthAccountSigner
 ARGS = json.loads(r'''{arguments}''')
 
 async def main():
-    # The key's account pays: it needs USDC on Base.
+    # The key's account pays: it needs {funds}.
     signer = x402Client()
     register_exact_evm_client(signer, EthAccountSigner(Account.from_key(os.environ["EVM_PRIVATE_KEY"])))
     async with Client("{mcp_url}") as grove:

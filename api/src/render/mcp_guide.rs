@@ -50,7 +50,8 @@ fn flow_markdown() -> &'static str {
 /// The skill file's section.
 pub fn skill_section(config: &Config) -> String {
     let url = url(config);
-    let (install, program) = clients::mcp_python(&url, EXAMPLE_TOOL, EXAMPLE_ARGUMENTS);
+    let (install, program) =
+        clients::mcp_python(config.network, &url, EXAMPLE_TOOL, EXAMPLE_ARGUMENTS);
     format!(
         "Endpoint `{url}`: MCP streamable HTTP, protocol 2026-07-28 (older clients `initialize`, 2025-11-25 and earlier), stateless (no session id), JSON answers. {summary} Resources: the catalogs, the guides, this skill file and the schemas.
 
@@ -79,7 +80,8 @@ A chat client lists the tools and can run them with `sandbox: true`; to pay, the
 /// The guides' section (`id="mcp"`).
 pub fn guide_section(config: &Config, esc: fn(&str) -> String) -> String {
     let url = url(config);
-    let (install, program) = clients::mcp_python(&url, EXAMPLE_TOOL, EXAMPLE_ARGUMENTS);
+    let (install, program) =
+        clients::mcp_python(config.network, &url, EXAMPLE_TOOL, EXAMPLE_ARGUMENTS);
     format!(
         "<h2 id=\"mcp\">As MCP tools</h2>\n\
 <p>The same calls are MCP tools at <code>{url}</code> (streamable HTTP, stateless). {summary}</p>\n\

@@ -11,7 +11,7 @@ pub mod skill;
 use axum::body::Bytes;
 use grove_common::{
     catalog::{COACHES, Coach, CoachId, Mode, ModeId},
-    config::Config,
+    config::{Config, Network},
     sandbox::{self, SandboxError},
     schema::SchemaRegistry,
 };
@@ -45,6 +45,19 @@ pub fn number_word(n: usize) -> String {
     WORDS
         .get(n)
         .map_or_else(|| n.to_string(), |w| (*w).to_owned())
+}
+
+/// What a call is paid in, as running text says it: "USDC on Base", or on the testnet "test USDC
+/// on Base Sepolia (a testnet: no real money)".
+pub fn usdc_on(network: Network) -> String {
+    if network.is_testnet() {
+        format!(
+            "test USDC on {} (a testnet: no real money)",
+            network.display_name()
+        )
+    } else {
+        format!("USDC on {}", network.display_name())
+    }
 }
 
 pub struct Published {

@@ -5,7 +5,6 @@ use super::clients;
 use grove_common::{
     catalog::{COACHES, CoachId, MODES, REVIEW_REQUEST, paths},
     config::Config,
-    x402,
 };
 use std::fmt::Write;
 
@@ -56,15 +55,16 @@ fn td(label: &str, html: &str) -> String {
 /// Paying with the official clients: TypeScript and Python, same request as the curl flow.
 fn official_clients(config: &Config, url: &str, body: &str) -> String {
     let full = format!("{}{url}", config.public_base_url);
-    let (ts_install, ts) = clients::typescript(&full, body);
-    let (py_install, py) = clients::python(&full, body);
+    let (ts_install, ts) = clients::typescript(config.network, &full, body);
+    let (py_install, py) = clients::python(config.network, &full, body);
     format!(
         "<h2 id=\"clients\">Paying with an official x402 client</h2>\n\
 <p>The x402 clients do the whole 402 → sign → retry flow for you: they read the requirements, sign a USDC \
-authorization for exactly the amount asked and retry with <code>PAYMENT-SIGNATURE</code>. Send an \
+authorization on {network} for exactly the amount asked and retry with <code>PAYMENT-SIGNATURE</code>. Send an \
 <code>Idempotency-Key</code> so a retry never buys twice. The raw flow is <a href=\"#pay\">below</a>.</p>\n\
 <h3>TypeScript: npm <code>@x402/fetch</code></h3>\n<pre>{ts_install}</pre>\n<pre>{ts}</pre>\n\
 <h3>Python: PyPI <code>x402</code></h3>\n<pre>{py_install}</pre>\n<pre>{py}</pre>\n",
+        network = esc(config.network.display_name()),
         ts_install = esc(ts_install),
         ts = esc(&ts),
         py_install = esc(py_install),
@@ -78,8 +78,8 @@ fn payment_flow(config: &Config, url: &str, body: &str) -> String {
         "<h2 id=\"pay\">Paying by hand: 402, sign, retry</h2>\n\
 <ol><li>Send the request without payment. You get <code>402</code>: the requirements are base64 JSON in the \
 <code>PAYMENT-REQUIRED</code> header (x402 v2) and plain JSON in the body (x402 v1).</li>\n\
-<li>Sign a USDC <code>TransferWithAuthorization</code> (EIP-3009) for exactly <code>amount</code> atomic units to \
-<code>payTo</code>, under the EIP-712 domain <code>{{name: \"{name}\", version: \"{version}\", chainId: {chain}, verifyingContract: {usdc}}}</code>.</li>\n\
+<li>Sign a {funds} <code>TransferWithAuthorization</code> (EIP-3009) for exactly <code>amount</code> atomic units to \
+<code>payTo</code> (<code>network</code> <code>{caip2}</code>, <code>asset</code> {usdc}), under the EIP-712 domain <code>{{name: \"{name}\", version: \"{version}\", chainId: {chain}, verifyingContract: {usdc}}}</code>.</li>\n\
 <li>Retry the identical request with the payment in <code>PAYMENT-SIGNATURE</code> (v2) or <code>X-PAYMENT</code> (v1). \
 The 200 carries <code>PAYMENT-RESPONSE</code> (or <code>X-PAYMENT-RESPONSE</code>) with the settlement.</li>\n\
 <li>Retrying the same request (same payer and body, or the same <code>Idempotency-Key</code>) replays the stored result \
@@ -88,10 +88,12 @@ with <code>Idempotent-Replay: true</code> and charges nothing.</li></ol>\n\
 # HTTP/1.1 402 Payment Required\n# payment-required: eyJ4NDAyVmVyc2lvbiI6Mi...\n\n\
 echo \"$PAYMENT_REQUIRED\" | base64 -d | jq .accepts[0]   # amount, payTo, asset, network\n\n\
 curl -si -X POST {base}{url} \\\n  -H 'content-type: application/json' \\\n  -H \"PAYMENT-SIGNATURE: $SIGNED_PAYLOAD_BASE64\" \\\n  -H 'Idempotency-Key: my-unique-key-1' \\\n  -d '{body}'</pre>\n",
-        name = x402::USDC_DOMAIN_NAME,
-        version = x402::USDC_DOMAIN_VERSION,
-        chain = x402::CHAIN_ID,
-        usdc = x402::USDC_ADDRESS,
+        funds = esc(&super::usdc_on(config.network)),
+        caip2 = config.network.caip2(),
+        name = config.network.usdc_domain_name(),
+        version = config.network.usdc_domain_version(),
+        chain = config.network.chain_id(),
+        usdc = config.network.usdc_address(),
         body = esc(body),
     )
 }

@@ -9,7 +9,6 @@ use super::{
 use grove_common::{
     catalog::{self, COACHES, MODES, REVIEW_REQUEST, paths},
     config::Config,
-    x402,
 };
 use std::fmt::Write;
 
@@ -39,8 +38,8 @@ pub fn render(config: &Config) -> String {
     let action_call = format!("{base}{}", paths::REVIEW_REQUEST_CALL);
     let (min, max) = catalog::coaching_price_range();
     let action_price = REVIEW_REQUEST.price;
-    let (ts_install, ts) = clients::typescript(&call, EXAMPLE_COACHING_BODY);
-    let (py_install, py) = clients::python(&call, EXAMPLE_COACHING_BODY);
+    let (ts_install, ts) = clients::typescript(config.network, &call, EXAMPLE_COACHING_BODY);
+    let (py_install, py) = clients::python(config.network, &call, EXAMPLE_COACHING_BODY);
     let sections: Vec<(&str, String)> = vec![
         (
             "1. Discover (free)",
@@ -79,7 +78,7 @@ Give the mode's `recommended_context` fields when you have them: answers with re
         (
             "4. Pay with an official x402 client",
             format!(
-                "The official clients run the whole 402 -> sign -> retry flow: they read the requirements, sign a USDC authorization for exactly the amount asked and retry with `PAYMENT-SIGNATURE`. The paying key's account needs USDC on Base. Keep an `Idempotency-Key` on the request so a retry never buys twice.
+                "The official clients run the whole 402 -> sign -> retry flow: they read the requirements, sign a USDC authorization for exactly the amount asked and retry with `PAYMENT-SIGNATURE`. The paying key's account needs {funds}. Keep an `Idempotency-Key` on the request so a retry never buys twice.
 
 TypeScript, npm `@x402/fetch`:
 
@@ -104,6 +103,7 @@ Python, PyPI `x402`:
 The same works for the review request: post its body to `{action_call}`, e.g. `{action}`.
 ",
                 action = EXAMPLE_ACTION_BODY,
+                funds = super::usdc_on(config.network),
             ),
         ),
         (
@@ -111,7 +111,7 @@ The same works for the review request: post its body to `{action_call}`, e.g. `{
             format!(
                 "1. The unpaid call returns `402`. Decode the `PAYMENT-REQUIRED` header (base64 JSON, x402 v2) or read the body (x402 v1). Take `accepts[0]`: `scheme` \"exact\", `network` \"{net}\", `asset` {usdc} (USDC), `amount` in atomic units (6 decimals: \"{min_atomic}\" = {min}), `payTo`.
 2. Sign an EIP-3009 `TransferWithAuthorization(from, to=payTo, value=amount, validAfter<now, validBefore>=now+60, nonce=32 random bytes)` with EIP-712 domain `{{name: \"{dname}\", version: \"{dver}\", chainId: {chain}, verifyingContract: {usdc}}}`. Write every integer as a plain decimal string without leading zeros (\"180000\", not \"0180000\" or \"0x2bf20\").
-3. Retry the identical request with header `PAYMENT-SIGNATURE: base64({{\"x402Version\":2,\"accepted\":<accepts[0] unchanged>,\"payload\":{{\"signature\":\"0x...\",\"authorization\":{{...}}}}}})` (or `X-PAYMENT` with `{{\"x402Version\":1,\"scheme\":\"exact\",\"network\":\"base\",\"payload\":...}}`).
+3. Retry the identical request with header `PAYMENT-SIGNATURE: base64({{\"x402Version\":2,\"accepted\":<accepts[0] unchanged>,\"payload\":{{\"signature\":\"0x...\",\"authorization\":{{...}}}}}})` (or `X-PAYMENT` with `{{\"x402Version\":1,\"scheme\":\"exact\",\"network\":\"{v1}\",\"payload\":...}}`).
 4. A 200 carries the result and `PAYMENT-RESPONSE` (settlement: success, transaction, network, payer).
 
 ```sh
@@ -121,11 +121,12 @@ curl -si -X POST {call} -H 'content-type: application/json' \\
   -H \"PAYMENT-SIGNATURE: $SIGNED_PAYLOAD_BASE64\" -H 'Idempotency-Key: my-unique-key-1' -d '{body}'
 ```
 ",
-                net = x402::NETWORK_V2,
-                usdc = x402::USDC_ADDRESS,
-                dname = x402::USDC_DOMAIN_NAME,
-                dver = x402::USDC_DOMAIN_VERSION,
-                chain = x402::CHAIN_ID,
+                net = config.network.caip2(),
+                v1 = config.network.v1_name(),
+                usdc = config.network.usdc_address(),
+                dname = config.network.usdc_domain_name(),
+                dver = config.network.usdc_domain_version(),
+                chain = config.network.chain_id(),
                 body = EXAMPLE_COACHING_BODY,
                 min_atomic = min.atomic(),
             ),
@@ -150,7 +151,7 @@ curl -si -X POST {call} -H 'content-type: application/json' \\
         ),
         (
             "8. Errors",
-            "Non-402 errors: `{\"error\":{\"code\",\"message\",\"details\":[{\"path\",\"message\",\"code\"}],\"request_id\"}}`. On the review request, a 422 with one problem keeps the code clients know (`validation_failed`, or `consent_invalid` for consent); more than one problem answers `invalid_request`. Every detail carries its own `code` (`consent_invalid`, `consent_in_future`, `consent_too_old`, `send_at_out_of_range`, `phone_not_us`, `invalid_time_zone`, `review_url_invalid`, `link_shortener`, `link_not_allowed`, `lookalike_characters`, `control_characters`, `template_invalid`, `template_too_long`, `validation_failed`): fix every entry before retrying a 422. `503` carries `Retry-After`; `503 model_unavailable` / `sms_unavailable` come instead of a price while the provider that work needs is down (nothing charged: wait `Retry-After` and ask again; a paid request's repeat is never refused, and a call paid before an outage is finished by the server once the provider is back, its receipt showing the result). A 405 lists the route's methods in `Allow`.\n".to_owned(),
+            "Non-402 errors: `{\"error\":{\"code\",\"message\",\"details\":[{\"path\",\"message\",\"code\"}],\"request_id\"}}`. On the review request, a 422 with one problem keeps the code clients know (`validation_failed`, or `consent_invalid` for consent); more than one problem answers `invalid_request`. Every detail carries its own `code` (`consent_invalid`, `consent_in_future`, `consent_too_old`, `send_at_out_of_range`, `phone_not_us`, `invalid_time_zone`, `review_url_invalid`, `link_shortener`, `link_not_allowed`, `lookalike_characters`, `control_characters`, `template_invalid`, `template_too_long`, `validation_failed`): fix every entry before retrying a 422. `503` carries `Retry-After`; `503 model_unavailable` / `sms_unavailable` come instead of a price while the provider that work needs is down, and `503 over_capacity` while the coaching calls ahead would not leave a new one room to finish in time (nothing charged: wait `Retry-After` and ask again; a paid request's repeat is never refused, and a call paid before an outage is finished by the server once the provider is back, its receipt showing the result). A 405 lists the route's methods in `Allow`.\n".to_owned(),
         ),
         (
             "9. As MCP tools (x402 over MCP)",
@@ -160,7 +161,7 @@ curl -si -X POST {call} -H 'content-type: application/json' \\
     let mut out = format!(
         "---
 name: {svc}-x402
-description: Buy growth coaching ({coaches} coaches, {modes} modes, {min}-{max} a call) and SMS review requests ({action_price}) from {svc}, paying per call in USDC on Base with x402.
+description: Buy growth coaching ({coaches} coaches, {modes} modes, {min}-{max} a call) and SMS review requests ({action_price}) from {svc}, paying per call in {funds} with x402.
 ---
 
 # {svc}: pay-per-call coaching and review requests over x402
@@ -171,6 +172,7 @@ Base URL: {base}. Everything below is JSON over HTTPS; prices are per call. The 
 ",
         svc = config.service_name,
         mcp = paths::MCP,
+        funds = super::usdc_on(config.network),
         coaches = number_word(COACHES.len()),
         modes = number_word(MODES.len()),
     );

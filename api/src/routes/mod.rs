@@ -8,12 +8,16 @@ pub(crate) mod coaching;
 mod free;
 mod operations;
 mod receipts;
-mod reviews;
+pub(crate) mod reviews;
 pub mod table;
 mod webhooks;
 
 use crate::{error::ApiError, state::AppState};
-use axum::{Router, routing::MethodRouter};
+use axum::{
+    Router,
+    routing::{MethodRouter, get},
+};
+use grove_common::catalog::paths;
 use table::{OPERATIONS, Op, Operation};
 
 pub fn router(state: AppState) -> Router {
@@ -26,6 +30,14 @@ pub fn router(state: AppState) -> Router {
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .with_state(state)
+}
+
+/// The metrics, for Prometheus and KEDA: served on the admin listener (`crate::admin`), never on
+/// the public port, and not in the OpenAPI document.
+pub(crate) fn metrics() -> Router<AppState> {
+    Router::new()
+        .route(paths::METRICS, get(operations::metrics))
+        .route(paths::QUEUE_METRICS, get(operations::queue_stats))
 }
 
 /// The handler of each operation, on the operation's method.
@@ -50,8 +62,6 @@ fn endpoint(op: &Operation) -> MethodRouter<AppState> {
         Op::FollowReviewLink => op.on(reviews::click),
         Op::ReceiveSmsStatus => op.on(webhooks::status_callback),
         Op::ReceiveSmsInbound => op.on(webhooks::inbound),
-        Op::GetMetrics => op.on(operations::metrics),
-        Op::GetQueueMetrics => op.on(operations::queue_stats),
         Op::GetHealth => op.on(operations::health),
         Op::GetReadiness => op.on(operations::ready),
     }

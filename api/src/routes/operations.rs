@@ -92,6 +92,7 @@ async fn scrape(state: &AppState) -> String {
         stats: state.queue.stats().await.ok().flatten(),
         consumers: state.queue.consumers().await.ok().flatten(),
         push_retries: state.push_retries.count(),
+        admission: state.admission.gauges(),
     };
     let payments = match grove_common::db::payments::unknown_counts(&state.db).await {
         Ok(counts) => Some(counts),

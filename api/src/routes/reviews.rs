@@ -29,7 +29,7 @@ async fn find(state: &AppState, id: &str) -> Result<review_request::Model, ApiEr
         .ok_or(ApiError::NotFound)
 }
 
-async fn view(state: &AppState, req: &review_request::Model) -> Result<Value, ApiError> {
+pub(crate) async fn view(state: &AppState, req: &review_request::Model) -> Result<Value, ApiError> {
     let messages = reviews::messages(&state.db, &req.id).await?;
     let events = reviews::events(&state.db, &req.id).await?;
     let masked = UsPhone::parse(&req.phone)

@@ -34,8 +34,6 @@ pub enum Op {
     FollowReviewLink,
     ReceiveSmsStatus,
     ReceiveSmsInbound,
-    GetMetrics,
-    GetQueueMetrics,
     GetHealth,
     GetReadiness,
 }
@@ -132,7 +130,7 @@ const fn free(
 use Method::{Get, Post};
 
 /// In the order the OpenAPI document lists them.
-pub static OPERATIONS: [Operation; 23] = [
+pub static OPERATIONS: [Operation; 21] = [
     free(
         Op::ListAgents,
         Get,
@@ -287,22 +285,6 @@ pub static OPERATIONS: [Operation; 23] = [
         "receiveSmsInbound",
         "Twilio inbound messages: STOP/START/HELP and plain-words opt-outs (form post, X-Twilio-Signature verified)",
         "webhooks",
-    ),
-    free(
-        Op::GetMetrics,
-        Get,
-        paths::METRICS,
-        "getMetrics",
-        "Prometheus metrics",
-        "operations",
-    ),
-    free(
-        Op::GetQueueMetrics,
-        Get,
-        paths::QUEUE_METRICS,
-        "getQueueMetrics",
-        "Each queue's ready, scheduled and held jobs and live consumers (what the worker autoscaler reads)",
-        "operations",
     ),
     free(
         Op::GetHealth,

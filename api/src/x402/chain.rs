@@ -1,4 +1,4 @@
-//! USDC on Base over JSON-RPC: reading an authorization's state (`ChainReader`) and settling a
+//! USDC on the configured network (Base, or Base Sepolia to try) over JSON-RPC: reading an authorization's state (`ChainReader`) and settling a
 //! payment ourselves (`SelfSettler`, `X402_SETTLEMENT=self`), as a facilitator would (x402 notes
 //! §7.3): simulate `transferWithAuthorization`, send it from the settler key, wait for the receipt.
 //!
@@ -8,29 +8,38 @@
 
 mod authorization;
 mod facts;
+mod fees;
+pub(crate) use facts::rpc_fix;
 mod follow;
 mod lookup;
+mod node_answer;
+mod nonce;
 mod rpc;
 mod send;
+mod versions;
 // Smart-wallet payers: ERC-1271 / ERC-6492 checks, and deploying the payer's wallet (issue 25).
 mod wallet;
 
 use super::facilitator::SettleRequest;
 use super::settle::{
     AuthorizationQuery, AuthorizationReader, AuthorizationState, SentTransaction, SettleOutcome,
-    Settler,
+    Settler, TransferStanding,
 };
 use alloy_network::EthereumWallet;
-use alloy_primitives::{Address, B256};
+use alloy_primitives::{Address, B256, TxHash};
 use alloy_provider::Provider;
 use alloy_signer_local::PrivateKeySigner;
 use alloy_sol_types::sol;
 use async_trait::async_trait;
 use authorization::Authorization;
-use grove_common::config::Secret;
+use grove_common::config::{Network, Secret, SettlementConfig};
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Mutex;
+use tokio::{sync::Mutex, time::Instant};
 
+pub use lookup::{EXPIRY_MARGIN_S, Finality};
+pub use nonce::{HeldNonce, LocalNonces, NonceStore};
 pub use rpc::ChainReader;
 use rpc::Rpc;
 pub use wallet::{ChainWallets, MULTICALL3};
@@ -52,9 +61,6 @@ sol! {
     }
 }
 
-/// USDC on Base mainnet, the only token we settle.
-pub const USDC: Address = super::eip3009::USDC;
-
 #[derive(Debug, thiserror::Error)]
 pub enum ChainError {
     #[error("BASE_RPC_URL: not a valid URL")]
@@ -63,8 +69,35 @@ pub enum ChainError {
     PrivateKey,
     #[error("BASE_RPC_URL: {0}")]
     Rpc(String),
-    #[error("BASE_RPC_URL serves chain {got}, not Base ({expected})")]
-    WrongChain { expected: u64, got: u64 },
+    #[error("BASE_RPC_URL serves chain {got}, not {} ({})", .expected.display_name(), .expected.chain_id())]
+    WrongChain { expected: Network, got: u64 },
+    /// The problem and its fix, one line (`facts::ChainFacts::not_on`, `facts::rpc_fix`).
+    #[error("BASE_RPC_URL {0}")]
+    NotOurChain(String),
+}
+
+/// How our own settlement sends and waits (docs/settlement.md).
+#[derive(Clone, Debug)]
+pub struct SettlerOptions {
+    /// Bounds one settlement, receipt included (`X402_SETTLE_TIMEOUT_S`).
+    pub timeout: Duration,
+    /// The highest `maxFeePerGas` signed, in wei (`SETTLER_MAX_FEE_GWEI`).
+    pub max_fee_wei: u128,
+    /// A transaction pending this long is replaced (`SETTLER_REPLACE_AFTER_S`).
+    pub replace_after: Duration,
+    /// Blocks a receipt must be deep, its own included (`SETTLEMENT_CONFIRMATIONS`).
+    pub confirmations: u64,
+}
+
+impl From<&SettlementConfig> for SettlerOptions {
+    fn from(c: &SettlementConfig) -> Self {
+        Self {
+            timeout: c.timeout,
+            max_fee_wei: c.max_fee_wei,
+            replace_after: c.replace_after,
+            confirmations: c.confirmations,
+        }
+    }
 }
 
 /// Settles payments by sending `transferWithAuthorization` from the settler key.
@@ -73,33 +106,37 @@ pub struct SelfSettler {
     wallet: EthereumWallet,
     settler: Address,
     chain_id: u64,
-    timeout: Duration,
-    /// The settler key's next transaction nonce; `None` means "ask the chain". Held across the
-    /// send, so concurrent settlements take consecutive nonces and none is skipped or reused.
-    next_nonce: Mutex<Option<u64>>,
+    options: SettlerOptions,
+    /// The settler key's next transaction nonce, held across each send (`nonce`).
+    nonces: Arc<dyn NonceStore>,
+    /// One send at a time in this process (then one at a time across processes: `nonces`).
+    sending: Mutex<()>,
+    /// When reconciliation first saw each pending transaction (`follow`).
+    pending_since: std::sync::Mutex<HashMap<TxHash, Instant>>,
 }
 
 impl SelfSettler {
-    /// Connects and checks that the endpoint serves Base (chain 8453). `timeout` bounds one
-    /// settlement, receipt included (`X402_SETTLE_TIMEOUT_S`).
+    /// Connects and checks that the endpoint serves `network` (chain 8453 for Base, 84532 for
+    /// Base Sepolia). The nonce counter is this process's own until `with_nonces` shares it.
     pub async fn connect(
         rpc_url: &Secret,
         private_key: &Secret,
-        timeout: Duration,
+        options: SettlerOptions,
+        network: Network,
     ) -> Result<Self, ChainError> {
         let signer: PrivateKeySigner = private_key
             .expose()
             .parse()
             .map_err(|_| ChainError::PrivateKey)?;
-        let rpc = Rpc::new(rpc_url)?;
+        let rpc = Rpc::new(rpc_url, network)?;
         let chain_id = rpc
             .provider
             .get_chain_id()
             .await
             .map_err(|e| ChainError::Rpc(rpc.describe(&e)))?;
-        if chain_id != grove_common::x402::CHAIN_ID {
+        if chain_id != network.chain_id() {
             return Err(ChainError::WrongChain {
-                expected: grove_common::x402::CHAIN_ID,
+                expected: network,
                 got: chain_id,
             });
         }
@@ -108,9 +145,23 @@ impl SelfSettler {
             wallet: EthereumWallet::from(signer),
             rpc,
             chain_id,
-            timeout,
-            next_nonce: Mutex::new(None),
+            options,
+            nonces: Arc::new(LocalNonces::default()),
+            sending: Mutex::new(()),
+            pending_since: std::sync::Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Reads (reconciliation, reverts) at `finality` rather than the defaults.
+    pub fn with_finality(mut self, finality: Finality) -> Self {
+        self.rpc.finality = finality;
+        self
+    }
+
+    /// Keeps the settler key's nonce counter in `store` (shared by `api` replicas).
+    pub fn with_nonces(mut self, store: Arc<dyn NonceStore>) -> Self {
+        self.nonces = store;
+        self
     }
 
     /// The address that sends settlements and pays their gas.
@@ -122,7 +173,7 @@ impl SelfSettler {
 #[async_trait]
 impl Settler for SelfSettler {
     async fn settle(&self, request: &SettleRequest) -> SettleOutcome {
-        match Authorization::from_request(request) {
+        match Authorization::from_request(request, self.rpc.network) {
             Ok(auth) => self.settle_authorization(&auth).await,
             Err(reason) => SettleOutcome::Refused {
                 reason: reason.into(),
@@ -135,7 +186,7 @@ impl Settler for SelfSettler {
         request: &SettleRequest,
         sent: Option<&SentTransaction>,
     ) -> SettleOutcome {
-        let auth = match Authorization::from_request(request) {
+        let auth = match Authorization::from_request(request, self.rpc.network) {
             Ok(auth) => auth,
             Err(reason) => {
                 return SettleOutcome::Refused {
@@ -163,5 +214,13 @@ impl AuthorizationReader for SelfSettler {
         query: &AuthorizationQuery,
     ) -> Result<AuthorizationState, String> {
         self.rpc.authorization(query).await
+    }
+    async fn transfer(
+        &self,
+        transaction: &str,
+        query: &AuthorizationQuery,
+        reported_at: u64,
+    ) -> Result<TransferStanding, String> {
+        self.rpc.transfer(transaction, query, reported_at).await
     }
 }

@@ -8,7 +8,7 @@ use axum::{
 };
 use base64::{Engine, engine::general_purpose::STANDARD};
 use grove_common::{
-    config::Config,
+    config::{Config, Network},
     money::UsdcAmount,
     x402::{
         self, PaymentRequiredV2, PaymentRequirementsResponseV1, PaymentRequirementsV1,
@@ -62,15 +62,15 @@ pub const MIN_SECONDS_LEFT: u64 = 6;
 /// `maxTimeoutSeconds` of every requirement we offer; a v2 payment's `accepted` must echo it.
 pub const OFFERED_MAX_TIMEOUT_SECONDS: u64 = x402::MAX_TIMEOUT_SECONDS;
 
-/// `extra` of every requirement we offer (the EIP-712 domain of USDC on Base); a v2 payment's
-/// `accepted` must echo it.
-pub fn offered_extra() -> Value {
-    json!({"name": x402::USDC_DOMAIN_NAME, "version": x402::USDC_DOMAIN_VERSION})
+/// `extra` of every requirement we offer (the EIP-712 domain of USDC on `network`); a v2
+/// payment's `accepted` must echo it.
+pub fn offered_extra(network: Network) -> Value {
+    json!({"name": network.usdc_domain_name(), "version": network.usdc_domain_version()})
 }
 
 /// The challenge for `offer`, paying `pay_to`, with `error` as its code.
 pub fn build(config: &Config, pay_to: &str, offer: &Offer<'_>, error: &str) -> Challenge {
-    let offered = accepts_v2(pay_to, offer);
+    let offered = accepts_v2(config.network, pay_to, offer);
     let v2 = PaymentRequiredV2 {
         x402_version: 2,
         error: error.to_owned(),
@@ -103,7 +103,7 @@ pub fn requirements(config: &Config, pay_to: &str, offer: &Offer<'_>, x402_versi
     let value = if x402_version == 1 {
         serde_json::to_value(accepts_v1(config, pay_to, offer))
     } else {
-        serde_json::to_value(accepts_v2(pay_to, offer))
+        serde_json::to_value(accepts_v2(config.network, pay_to, offer))
     };
     // Plain structs of strings and numbers always serialise; Null would be refused downstream.
     value.unwrap_or(Value::Null)
@@ -118,30 +118,30 @@ fn description(config: &Config, offer: &Offer<'_>) -> String {
     description
 }
 
-fn accepts_v2(pay_to: &str, offer: &Offer<'_>) -> PaymentRequirementsV2 {
+fn accepts_v2(network: Network, pay_to: &str, offer: &Offer<'_>) -> PaymentRequirementsV2 {
     PaymentRequirementsV2 {
         scheme: x402::SCHEME_EXACT.into(),
-        network: x402::NETWORK_V2.into(),
+        network: network.caip2().into(),
         amount: offer.price.atomic_string(),
-        asset: x402::USDC_ADDRESS.into(),
+        asset: network.usdc_address().into(),
         pay_to: pay_to.to_owned(),
         max_timeout_seconds: OFFERED_MAX_TIMEOUT_SECONDS,
-        extra: offered_extra(),
+        extra: offered_extra(network),
     }
 }
 
 fn accepts_v1(config: &Config, pay_to: &str, offer: &Offer<'_>) -> PaymentRequirementsV1 {
     PaymentRequirementsV1 {
         scheme: x402::SCHEME_EXACT.into(),
-        network: x402::NETWORK_V1.into(),
+        network: config.network.v1_name().into(),
         max_amount_required: offer.price.atomic_string(),
         resource: config.absolute(&offer.path),
         description: description(config, offer),
         mime_type: "application/json".into(),
         pay_to: pay_to.to_owned(),
         max_timeout_seconds: OFFERED_MAX_TIMEOUT_SECONDS,
-        asset: x402::USDC_ADDRESS.into(),
-        extra: offered_extra(),
+        asset: config.network.usdc_address().into(),
+        extra: offered_extra(config.network),
         output_schema: json!({
             "input": {
                 "type": "http",
@@ -222,7 +222,8 @@ mod tests {
         };
         let pay_to = "0x1111111111111111111111111111111111111111";
         let facilitated = [("X402_FACILITATOR_URL", "http://127.0.0.1:9")];
-        for vars in [&[][..], &facilitated[..]] {
+        let sepolia = [("X402_NETWORK", "base-sepolia")];
+        for vars in [&[][..], &facilitated[..], &sepolia[..]] {
             let map = vars
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -1,12 +1,11 @@
 //! The EIP-3009 `TransferWithAuthorization` message, its EIP-712 hash and the signature check.
 //!
 //! All hashing and elliptic-curve work is alloy's; this module only decides which domain and
-//! which signature encodings we accept. The domain is a parameter so that the public spec test
-//! vector (signed on Base Sepolia) can pin the hashing.
+//! which signature encodings we accept. The domain is USDC's on the configured network.
 
-use alloy_primitives::{Address, B256, Signature, U256, address, uint};
+use alloy_primitives::{Address, B256, Signature, U256, uint};
 use alloy_sol_types::{Eip712Domain, SolStruct, eip712_domain, sol};
-use grove_common::x402;
+use grove_common::config::Network;
 
 sol! {
     /// Field-for-field the struct USDC's `EIP3009.sol` hashes.
@@ -20,21 +19,19 @@ sol! {
     }
 }
 
-/// USDC on Base mainnet, as `x402::USDC_ADDRESS` spells it (checked by a unit test).
-pub(crate) const USDC: Address = address!("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
-
 /// Half the secp256k1 group order (n / 2, rounded down): USDC's `ECRecover` refuses any `s`
 /// above it.
 const SECP256K1N_HALF: U256 =
     uint!(0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0_U256);
 
-/// The only domain we accept: USDC on Base mainnet ("USD Coin", version "2", chain 8453).
-pub(crate) fn usdc_base_domain() -> Eip712Domain {
+/// The only domain we accept: USDC's on `network` (on Base mainnet "USD Coin", version "2",
+/// chain 8453; on Base Sepolia "USDC", version "2", chain 84532).
+pub(crate) fn usdc_domain(network: Network) -> Eip712Domain {
     eip712_domain! {
-        name: x402::USDC_DOMAIN_NAME,
-        version: x402::USDC_DOMAIN_VERSION,
-        chain_id: x402::CHAIN_ID,
-        verifying_contract: USDC,
+        name: network.usdc_domain_name(),
+        version: network.usdc_domain_version(),
+        chain_id: network.chain_id(),
+        verifying_contract: network.usdc(),
     }
 }
 
@@ -94,8 +91,7 @@ pub(crate) fn check_signature(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloy_primitives::{b256, hex};
-    use std::str::FromStr;
+    use alloy_primitives::{address, b256, hex};
 
     /// The example payload of the x402 specs (Base Sepolia USDC), notes/x402.md §1.7.
     fn spec_vector() -> (TransferWithAuthorization, Eip712Domain, Vec<u8>) {
@@ -107,12 +103,14 @@ mod tests {
             validBefore: U256::from(1_740_672_154u64),
             nonce: b256!("0xf3746613c2d920b5fdabc0856f2aeb2d4f88ee6037b8cc5d04a71a4462f13480"),
         };
+        // The spec's own domain, spelled out: it must be the one we build for Base Sepolia.
         let domain = eip712_domain! {
             name: "USDC",
             version: "2",
             chain_id: 84532,
             verifying_contract: address!("0x036CbD53842c5426634e7929541eC2318f3dCF7e"),
         };
+        assert_eq!(domain, usdc_domain(Network::BaseSepolia));
         let signature = hex::decode(
             "0x2d6a7588d6acca505cbf0d9a4a227e0c52c6c34008c8e8986a1283259764173608a2ce6496642e377d6da8dbbf5836e9bd15092f9ecab05ded3d6293af148b571c",
         )
@@ -130,7 +128,7 @@ mod tests {
     fn spec_test_vector_fails_under_the_base_mainnet_domain() {
         let (message, _, signature) = spec_vector();
         assert!(matches!(
-            check_signature(&message, &usdc_base_domain(), &signature),
+            check_signature(&message, &usdc_domain(Network::Base), &signature),
             Err(SignatureProblem::WrongSigner(_))
         ));
     }
@@ -138,7 +136,7 @@ mod tests {
     #[test]
     fn base_mainnet_domain_separator_matches_the_one_read_on_chain() {
         assert_eq!(
-            usdc_base_domain().separator(),
+            usdc_domain(Network::Base).separator(),
             b256!("0x02fa7265e7c5d81118673727957699e4d68f74cd74b7db77da710fe8a2c7834f")
         );
     }
@@ -150,11 +148,6 @@ mod tests {
             message.eip712_type_hash(),
             b256!("0x7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a2267")
         );
-    }
-
-    #[test]
-    fn usdc_constant_matches_the_shared_one() {
-        assert_eq!(Address::from_str(x402::USDC_ADDRESS), Ok(USDC));
     }
 
     #[test]

@@ -12,7 +12,8 @@ mod probe;
 pub use http::HttpFacilitator;
 
 use async_trait::async_trait;
-use grove_common::x402::{self, PaymentRequirementsV1, PaymentRequirementsV2};
+use grove_common::config::Network;
+use grove_common::x402::{PaymentRequirementsV1, PaymentRequirementsV2};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -106,7 +107,10 @@ pub fn requirements_for(
 /// Development default (no `X402_FACILITATOR_URL`): nothing is settled; the caller records
 /// the payment as `unsettled`. Configuration refuses this in production.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct LocalFacilitator;
+pub struct LocalFacilitator {
+    /// The configured network, which its answers name.
+    pub network: Network,
+}
 
 #[async_trait]
 impl Facilitator for LocalFacilitator {
@@ -117,9 +121,9 @@ impl Facilitator for LocalFacilitator {
             .and_then(Value::as_str)
             .map(str::to_owned);
         let network = if request.x402_version == 1 {
-            x402::NETWORK_V1
+            self.network.v1_name()
         } else {
-            x402::NETWORK_V2
+            self.network.caip2()
         };
         Ok(SettleResponse {
             success: true,

@@ -180,8 +180,6 @@ pub(super) fn field(name: &str) -> PaymentRejection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::x402::eip3009;
-    use grove_common::x402;
 
     #[test]
     fn uints_are_canonical_decimal_strings() {
@@ -209,9 +207,10 @@ mod tests {
     #[test]
     fn addresses_need_the_prefix_and_ignore_case() {
         let lower = parse_address("0x833589fcd6edb6e08f4c7c32d4f71b54bda02913");
-        assert_eq!(lower, Some(eip3009::USDC));
+        let base = grove_common::config::Network::Base;
+        assert_eq!(lower, Some(base.usdc()));
         assert_eq!(
-            parse_address(&x402::USDC_ADDRESS.to_uppercase().replacen("0X", "0x", 1)),
+            parse_address(&base.usdc_address().to_uppercase().replacen("0X", "0x", 1)),
             lower
         );
         assert_eq!(

@@ -6,7 +6,7 @@
 
 use super::{
     challenge,
-    eip3009::{self, SignatureProblem, TransferWithAuthorization},
+    eip3009::TransferWithAuthorization,
     facilitator::SettleRequest,
     payload::{PayloadV1, PayloadV2, PaymentPayload, field, malformed, parse_address, parse_uint},
     rejection::PaymentRejection,
@@ -14,14 +14,15 @@ use super::{
 };
 use alloy_primitives::{Address, B256, U256, hex};
 use axum::http::HeaderMap;
-use grove_common::x402;
+use grove_common::{config::Network, x402};
 use serde::Deserialize;
 use serde_json::Value;
 use std::str::FromStr;
 
-/// What this call must be paid with. Network, asset and EIP-712 domain are constants.
+/// What this call must be paid with. Asset and EIP-712 domain are USDC's on `network`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Expected {
+    pub network: Network,
     pub pay_to: Address,
     pub amount_atomic: u64,
 }
@@ -106,10 +107,16 @@ pub(crate) fn check(
 
     let exact = if version == 2 {
         let p = PayloadV2::deserialize(&payload).map_err(malformed)?;
-        check_scheme_and_network(&p.accepted.scheme, &p.accepted.network, x402::NETWORK_V2)?;
+        let network = expected.network;
+        check_scheme_and_network(
+            &p.accepted.scheme,
+            &p.accepted.network,
+            network.caip2(),
+            network,
+        )?;
         // v2 binds the chosen requirement into the payload: it must be the one we offered.
-        if parse_address(&p.accepted.asset) != Some(eip3009::USDC) {
-            return Err(PaymentRejection::WrongAsset);
+        if parse_address(&p.accepted.asset) != Some(network.usdc()) {
+            return Err(PaymentRejection::WrongAsset(network));
         }
         if parse_address(&p.accepted.pay_to) != Some(expected.pay_to) {
             return Err(PaymentRejection::WrongPayTo);
@@ -122,13 +129,14 @@ pub(crate) fn check(
         if p.accepted.max_timeout_seconds.as_u64() != Some(challenge::OFFERED_MAX_TIMEOUT_SECONDS) {
             return Err(PaymentRejection::WrongMaxTimeout);
         }
-        if p.accepted.extra != challenge::offered_extra() {
-            return Err(PaymentRejection::WrongExtra);
+        if p.accepted.extra != challenge::offered_extra(network) {
+            return Err(PaymentRejection::WrongExtra(network));
         }
         p.payload
     } else {
         let p = PayloadV1::deserialize(&payload).map_err(malformed)?;
-        check_scheme_and_network(&p.scheme, &p.network, x402::NETWORK_V1)?;
+        let network = expected.network;
+        check_scheme_and_network(&p.scheme, &p.network, network.v1_name(), network)?;
         p.payload
     };
 
@@ -157,7 +165,7 @@ pub(crate) fn check(
     }
 
     let signature = hex::decode(&exact.signature).map_err(|_| PaymentRejection::BadSignature)?;
-    let signed = Signed::classify(&message, &signature)?;
+    let signed = Signed::classify(&message, &signature, expected.network)?;
 
     let payment = VerifiedPayment {
         version,
@@ -170,26 +178,18 @@ pub(crate) fn check(
     Ok((payment, signed))
 }
 
-impl From<SignatureProblem> for PaymentRejection {
-    fn from(problem: SignatureProblem) -> Self {
-        match problem {
-            SignatureProblem::Malformed => Self::BadSignature,
-            SignatureProblem::HighS => Self::HighSSignature,
-            SignatureProblem::WrongSigner(_) => Self::SignerMismatch,
-        }
-    }
-}
-
+/// `ours` is `network`'s name in the payment's version.
 fn check_scheme_and_network(
     scheme: &str,
-    network: &str,
-    our_network: &str,
+    named: &str,
+    ours: &str,
+    network: Network,
 ) -> Result<(), PaymentRejection> {
     if scheme != x402::SCHEME_EXACT {
         return Err(PaymentRejection::WrongScheme);
     }
-    if network != our_network {
-        return Err(PaymentRejection::WrongNetwork);
+    if named != ours {
+        return Err(PaymentRejection::WrongNetwork(network));
     }
     Ok(())
 }

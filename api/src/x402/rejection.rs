@@ -1,7 +1,7 @@
 //! Why a presented payment was refused: the stable reason codes of `payment_invalid:<reason>`.
 
-use super::challenge;
-use grove_common::x402;
+use super::{challenge, eip3009::SignatureProblem};
+use grove_common::config::Network;
 
 /// Why a payment was refused. `reason()` is the stable code of `payment_invalid:<reason>`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -12,10 +12,13 @@ pub enum PaymentRejection {
     UnsupportedVersion(String),
     #[error("only the \"exact\" scheme is accepted")]
     WrongScheme,
-    #[error("payments are accepted on Base mainnet only (eip155:8453, v1 \"base\")")]
-    WrongNetwork,
-    #[error("the asset must be USDC on Base ({})", x402::USDC_ADDRESS)]
-    WrongAsset,
+    #[error(
+        "payments are accepted on {} only ({}, v1 \"{}\")",
+        .0.display_name(), .0.caip2(), .0.v1_name()
+    )]
+    WrongNetwork(Network),
+    #[error("the asset must be USDC on {} ({})", .0.display_name(), .0.usdc_address())]
+    WrongAsset(Network),
     #[error("the payment is not addressed to this service's payTo")]
     WrongPayTo,
     #[error("the authorized value must be exactly {0} atomic USDC units")]
@@ -30,8 +33,8 @@ pub enum PaymentRejection {
         challenge::OFFERED_MAX_TIMEOUT_SECONDS
     )]
     WrongMaxTimeout,
-    #[error("accepted.extra must be {}, as offered", challenge::offered_extra())]
-    WrongExtra,
+    #[error("accepted.extra must be {}, as offered", challenge::offered_extra(*.0))]
+    WrongExtra(Network),
     #[error("the authorization is not valid yet (validAfter must be before now, as USDC requires)")]
     NotYetValid,
     #[error(
@@ -44,9 +47,10 @@ pub enum PaymentRejection {
     #[error("the signature has a high s value; sign with a low-s (canonical) signature")]
     HighSSignature,
     #[error(
-        "the signature was not made by authorization.from under the USDC (\"USD Coin\", version 2, chain 8453) EIP-712 domain"
+        "the signature was not made by authorization.from under {}",
+        domain(*.0)
     )]
-    SignerMismatch,
+    SignerMismatch(Network),
     #[error(
         "the signature is a smart wallet's (ERC-1271 / ERC-6492), and this server has no chain connection to check it; pay with an EOA's 65-byte signature"
     )]
@@ -60,9 +64,10 @@ pub enum PaymentRejection {
     )]
     SmartWalletNotDeployed,
     #[error(
-        "the payer's wallet (authorization.from) did not accept the signature: ERC-1271 isValidSignature over the USDC (\"USD Coin\", version 2, chain 8453) EIP-712 digest did not answer 0x1626ba7e"
+        "the payer's wallet (authorization.from) did not accept the signature: ERC-1271 isValidSignature over the digest under {} did not answer 0x1626ba7e",
+        domain(*.0)
     )]
-    SmartWalletRefused,
+    SmartWalletRefused(Network),
 }
 
 impl PaymentRejection {
@@ -71,8 +76,8 @@ impl PaymentRejection {
             Self::MalformedHeader(_) => "malformed_header",
             Self::UnsupportedVersion(_) => "unsupported_version",
             Self::WrongScheme => "wrong_scheme",
-            Self::WrongNetwork => "wrong_network",
-            Self::WrongAsset => "wrong_asset",
+            Self::WrongNetwork(_) => "wrong_network",
+            Self::WrongAsset(_) => "wrong_asset",
             Self::WrongPayTo => "wrong_pay_to",
             Self::WrongAmount(_) => "wrong_amount",
             Self::NonCanonicalInteger { problem, .. } => match problem {
@@ -81,16 +86,16 @@ impl PaymentRejection {
                 UintProblem::TooLarge => "integer_too_large",
             },
             Self::WrongMaxTimeout => "wrong_max_timeout",
-            Self::WrongExtra => "wrong_extra",
+            Self::WrongExtra(_) => "wrong_extra",
             Self::NotYetValid => "not_yet_valid",
             Self::Expired => "expired",
             Self::BadSignature => "bad_signature",
             Self::HighSSignature => "high_s_signature",
-            Self::SignerMismatch => "signer_mismatch",
+            Self::SignerMismatch(_) => "signer_mismatch",
             Self::SmartWalletNeedsChain => "smart_wallet_needs_chain",
             Self::MalformedErc6492 => "bad_erc6492_signature",
             Self::SmartWalletNotDeployed => "smart_wallet_not_deployed",
-            Self::SmartWalletRefused => "smart_wallet_signature_invalid",
+            Self::SmartWalletRefused(_) => "smart_wallet_signature_invalid",
         }
     }
 
@@ -98,6 +103,27 @@ impl PaymentRejection {
     pub fn message(&self) -> String {
         self.to_string()
     }
+
+    /// The refusal of a signature checked under USDC's domain on `network`.
+    pub(crate) fn of_signature(problem: SignatureProblem, network: Network) -> Self {
+        match problem {
+            SignatureProblem::Malformed => Self::BadSignature,
+            SignatureProblem::HighS => Self::HighSSignature,
+            SignatureProblem::WrongSigner(_) => Self::SignerMismatch(network),
+        }
+    }
+}
+
+/// USDC's EIP-712 domain on `network`, as a refusal names it.
+fn domain(network: Network) -> String {
+    format!(
+        "USDC's EIP-712 domain on {} (name \"{}\", version \"{}\", chainId {}, verifyingContract {})",
+        network.display_name(),
+        network.usdc_domain_name(),
+        network.usdc_domain_version(),
+        network.chain_id(),
+        network.usdc_address()
+    )
 }
 
 /// The rule a non-canonical integer broke, for the refusal's message.
@@ -143,9 +169,19 @@ mod tests {
         );
         assert!(PaymentRejection::WrongMaxTimeout.message().contains("300"));
         assert!(
-            PaymentRejection::WrongExtra
+            PaymentRejection::WrongExtra(Network::Base)
                 .message()
                 .contains(r#"{"name":"USD Coin","version":"2"}"#)
+        );
+        let sepolia = PaymentRejection::SignerMismatch(Network::BaseSepolia).message();
+        assert!(
+            sepolia.contains(r#"name "USDC", version "2", chainId 84532"#),
+            "{sepolia}"
+        );
+        assert!(
+            PaymentRejection::WrongNetwork(Network::BaseSepolia)
+                .message()
+                .contains("Base Sepolia only (eip155:84532")
         );
     }
 }

@@ -34,16 +34,42 @@ pub enum SettleOutcome {
 /// `settlement_pending` answer (or an answer we cannot attribute) named, or one we sent ourselves.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SentTransaction {
+    /// The latest version's hash.
     pub hash: String,
-    /// The signed transaction (EIP-2718, 0x-hex) when we sent it: reconciliation hands the node
-    /// exactly these bytes again, and sends a new transaction only once this one provably never
-    /// will be mined.
+    /// When we sent it: every signed version (EIP-2718, 0x-hex, oldest first, comma-separated;
+    /// a replacement at the same nonce with higher fees is a new version). Reconciliation follows
+    /// them all, hands the node the latest again, and sends a new transaction only once none of
+    /// them ever can be mined.
     pub raw: Option<String>,
 }
 
 /// The refusal reason of our own settlement when nothing was sent because of us (the RPC is
 /// unreachable, the key cannot sign, the deadline passed in our queue): the operator's fault too.
 pub const SETTLER_UNAVAILABLE: &str = "settlement_unavailable";
+
+/// Why our own settlement sent nothing, when the node or our limits said so before broadcast
+/// (docs/settlement.md, "Sending a settlement"). Each is the operator's fault, never the
+/// payer's: the payment is released and the same authorization settles once it is fixed.
+pub mod not_sent {
+    /// The settler key has too little ETH for the gas.
+    pub const SETTLER_OUT_OF_FUNDS: &str = "settler_out_of_funds";
+    /// The base fee is above `SETTLER_MAX_FEE_GWEI`, or rose above our fee before the send.
+    pub const FEE_ABOVE_CAP: &str = "fee_above_cap";
+    /// The RPC provider's rate limit (HTTP 429, JSON-RPC -32005).
+    pub const RATE_LIMITED: &str = "rpc_rate_limited";
+    /// The settler key's nonce stayed taken by another sender after a fresh read.
+    pub const NONCE_TAKEN: &str = "settler_nonce_taken";
+    /// Any other refusal by the node of a transaction it did not take.
+    pub const NODE_REFUSED: &str = "node_refused";
+
+    pub(crate) const ALL: [&str; 5] = [
+        SETTLER_OUT_OF_FUNDS,
+        FEE_ABOVE_CAP,
+        RATE_LIMITED,
+        NONCE_TAKEN,
+        NODE_REFUSED,
+    ];
+}
 
 impl SettleOutcome {
     /// The metric label.
@@ -70,7 +96,8 @@ impl SettleOutcome {
     /// stays usable.
     pub fn is_operator_fault(&self) -> bool {
         matches!(self, Self::Refused { reason }
-            if reason == FACILITATOR_UNAUTHORIZED || reason == SETTLER_UNAVAILABLE)
+            if reason == FACILITATOR_UNAUTHORIZED || reason == SETTLER_UNAVAILABLE
+                || not_sent::ALL.contains(&reason.as_str()))
     }
 }
 
@@ -85,19 +112,43 @@ pub struct AuthorizationQuery {
     pub value: U256,
     /// Unix seconds: uses before this are not looked for (it bounds the log search).
     pub since: u64,
+    /// The authorization's `validBefore` (unix seconds): USDC accepts it only in a block whose
+    /// timestamp is below this, so unused at a final block past it, it never will be.
+    pub valid_before: u64,
+    /// Our wall clock when asking (unix seconds), only to judge how fresh the RPC's head is:
+    /// never to decide that the authorization expired (the chain's time decides that).
+    pub asked_at: u64,
 }
 
 /// What the chain says about one authorization. USDC's `authorizationState` is true for a used
 /// and for a canceled authorization alike (EIP-3009 `cancelAuthorization`), so only the logs tell
-/// a payment from a cancellation.
+/// a payment from a cancellation. Each answer is read at a depth that cannot roll back
+/// (docs/settlement.md): a payment at the confirmation depth, a refusal only at the `safe` block.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AuthorizationState {
-    /// Neither used nor canceled yet.
+    /// Neither used nor canceled, even at the head, and it may still be used.
     Unused,
-    /// `AuthorizationUsed` in `transaction`, followed by the `Transfer` of our value to our payee.
+    /// `AuthorizationUsed` in `transaction`, followed by the `Transfer` of our value to our payee,
+    /// at least `SETTLEMENT_CONFIRMATIONS` deep.
     Paid { transaction: String },
-    /// Canceled, or its nonce used by another authorization: ours can never move money.
+    /// Canceled, its nonce used by another authorization, or unused at a `safe` block past its
+    /// `validBefore`: ours can never move money.
     Void { reason: String },
+    /// Used or canceled at the head, not yet deep enough to decide either way: ask again later.
+    NotFinal { reason: String },
+}
+
+/// Where a settled payment's transfer stands, for the reorg watch (`paid::reconcile::reorgs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TransferStanding {
+    /// Mined with success at or below the `safe` block: it cannot roll back any more.
+    Final,
+    /// Still on chain (or used again at the head), not yet at the `safe` block.
+    NotFinal,
+    /// Our transfer is on chain under another transaction (re-included after a reorg).
+    Moved { transaction: String },
+    /// Not on chain any more (the reason): a reorg dropped it, or it never was mined.
+    Gone { reason: String },
 }
 
 /// Reads a payment's authorization on chain. `Err` is "could not tell" (an unknown of its own).
@@ -108,6 +159,14 @@ pub trait AuthorizationReader: Send + Sync {
     /// Whether the authorization paid us, was voided, or is still unused.
     async fn authorization(&self, query: &AuthorizationQuery)
     -> Result<AuthorizationState, String>;
+    /// Where the transaction that settled `query` stands now; it was reported settled at
+    /// `reported_at` (unix s): a view whose head is older than that cannot hold it yet.
+    async fn transfer(
+        &self,
+        transaction: &str,
+        query: &AuthorizationQuery,
+        reported_at: u64,
+    ) -> Result<TransferStanding, String>;
 }
 
 /// Anything that settles a verified payment.

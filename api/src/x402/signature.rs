@@ -7,11 +7,12 @@
 //! is refused as `smart_wallet_needs_chain`.
 
 use super::{
-    eip3009::{self, SignatureProblem, TransferWithAuthorization},
+    eip3009::{self, TransferWithAuthorization},
     rejection::PaymentRejection,
 };
 use alloy_primitives::{Address, B256, Bytes, hex};
 use alloy_sol_types::SolValue;
+use grove_common::config::Network;
 
 /// The last 32 bytes of every ERC-6492 signature.
 pub const ERC6492_SUFFIX: [u8; 32] =
@@ -28,7 +29,8 @@ pub struct Deployment {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WalletSignature {
     pub wallet: Address,
-    /// The EIP-712 digest of the authorization under USDC's domain: what USDC asks the wallet.
+    /// The EIP-712 digest of the authorization under USDC's domain on the configured network:
+    /// what USDC asks the wallet.
     pub digest: B256,
     /// What `isValidSignature` (and USDC's `bytes` overload) receives: unwrapped for ERC-6492.
     pub signature: Bytes,
@@ -45,17 +47,18 @@ pub(crate) enum Signed {
     /// could still be an EOA's (65 bytes or fewer), for a payer that turns out to have no code.
     ByWallet {
         signature: WalletSignature,
-        if_no_wallet: Option<SignatureProblem>,
+        if_no_wallet: Option<PaymentRejection>,
     },
 }
 
 impl Signed {
-    /// Classifies `signature` (raw bytes) over `message`, under USDC's Base domain.
+    /// Classifies `signature` (raw bytes) over `message`, under USDC's domain on `network`.
     pub(crate) fn classify(
         message: &TransferWithAuthorization,
         signature: &[u8],
+        network: Network,
     ) -> Result<Self, PaymentRejection> {
-        let domain = eip3009::usdc_base_domain();
+        let domain = eip3009::usdc_domain(network);
         let problem = match eip3009::check_signature(message, &domain, signature) {
             Ok(()) => return Ok(Self::ByKey),
             Err(problem) => problem,
@@ -66,7 +69,8 @@ impl Signed {
             None => (Bytes::copy_from_slice(signature), None),
         };
         // Longer than 65 bytes can be no EOA's signature (FiatToken's ECRecover takes 65 only).
-        let if_no_wallet = (signature.len() <= 65).then_some(problem);
+        let if_no_wallet =
+            (signature.len() <= 65).then(|| PaymentRejection::of_signature(problem, network));
         Ok(Self::ByWallet {
             signature: WalletSignature {
                 wallet: message.from,
@@ -83,9 +87,9 @@ impl Signed {
         match self {
             Self::ByKey => Ok(()),
             Self::ByWallet {
-                if_no_wallet: Some(problem),
+                if_no_wallet: Some(refusal),
                 ..
-            } => Err((*problem).into()),
+            } => Err(refusal.clone()),
             Self::ByWallet { .. } => Err(PaymentRejection::SmartWalletNeedsChain),
         }
     }
@@ -135,7 +139,7 @@ mod tests {
         let Ok(Signed::ByWallet {
             signature,
             if_no_wallet,
-        }) = Signed::classify(&message(), &sig)
+        }) = Signed::classify(&message(), &sig, Network::Base)
         else {
             panic!("a wallet's signature");
         };
@@ -150,7 +154,7 @@ mod tests {
         );
         assert_eq!(
             signature.digest,
-            eip3009::signing_hash(&message(), &eip3009::usdc_base_domain())
+            eip3009::signing_hash(&message(), &eip3009::usdc_domain(Network::Base))
         );
         assert_eq!(if_no_wallet, None);
     }
@@ -160,27 +164,27 @@ mod tests {
         let mut sig = vec![0u8; 40];
         sig.extend_from_slice(&ERC6492_SUFFIX);
         assert_eq!(
-            Signed::classify(&message(), &sig),
+            Signed::classify(&message(), &sig, Network::Base),
             Err(PaymentRejection::MalformedErc6492)
         );
     }
 
     #[test]
     fn without_a_chain_what_could_be_an_eoas_keeps_its_refusal_and_the_rest_needs_the_chain() {
-        let long = Signed::classify(&message(), &[1; 66]).expect("classified");
+        let long = Signed::classify(&message(), &[1; 66], Network::Base).expect("classified");
         assert_eq!(
             long.without_chain(),
             Err(PaymentRejection::SmartWalletNeedsChain)
         );
         let wrapped = wrap(Address::ZERO, &[], &[1; 65]);
-        let wrapped = Signed::classify(&message(), &wrapped).expect("classified");
+        let wrapped = Signed::classify(&message(), &wrapped, Network::Base).expect("classified");
         assert_eq!(
             wrapped.without_chain(),
             Err(PaymentRejection::SmartWalletNeedsChain)
         );
         let mut short = [1u8; 65];
         short[64] = 27;
-        let short = Signed::classify(&message(), &short).expect("classified");
+        let short = Signed::classify(&message(), &short, Network::Base).expect("classified");
         assert!(matches!(
             short,
             Signed::ByWallet {
@@ -193,7 +197,7 @@ mod tests {
             Err(PaymentRejection::SmartWalletNeedsChain)
         );
         assert_eq!(
-            Signed::classify(&message(), &[]).map(|s| s.without_chain()),
+            Signed::classify(&message(), &[], Network::Base).map(|s| s.without_chain()),
             Ok(Err(PaymentRejection::BadSignature))
         );
     }

@@ -80,8 +80,10 @@ pub async fn verify_payload(
         ?answer, "x402.smart_wallet checked");
     match (answer, if_no_wallet) {
         (WalletAnswer::Valid, _) => Ok(payment),
-        (WalletAnswer::Invalid, _) => Err(PaymentRejection::SmartWalletRefused.into()),
-        (WalletAnswer::NoWallet, Some(problem)) => Err(PaymentRejection::from(*problem).into()),
+        (WalletAnswer::Invalid, _) => {
+            Err(PaymentRejection::SmartWalletRefused(expected.network).into())
+        }
+        (WalletAnswer::NoWallet, Some(refusal)) => Err(refusal.clone().into()),
         (WalletAnswer::NoWallet, None) => Err(PaymentRejection::SmartWalletNotDeployed.into()),
     }
 }

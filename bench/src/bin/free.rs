@@ -28,6 +28,7 @@ async fn grove_server() -> String {
     let db_url = format!("sqlite://{}?mode=rwc", db.display());
     let env: HashMap<String, String> = [
         ("BIND_ADDR", "127.0.0.1:0"),
+        ("ADMIN_ADDR", "127.0.0.1:0"),
         ("DATABASE_URL", db_url.as_str()),
     ]
     .into_iter()

@@ -13,7 +13,6 @@
 //! `redis-server` on PATH.
 
 use grove_bench::paid::{PATH, bodies_and_payments, challenge};
-use grove_common::config::DEFAULT_WORKER_CONCURRENCY;
 use grove_tests::{
     PAY_TO, TestDb,
     facilitator::FakeFacilitator,
@@ -29,8 +28,9 @@ use std::{
 };
 
 const MODEL: Duration = Duration::from_secs(2);
-/// The ScaledObject's (deploy/kubernetes/base/worker-scaler.yaml).
-const TARGET: u64 = DEFAULT_WORKER_CONCURRENCY as u64;
+/// The ScaledObject's target and the workers' `WORKER_CONCURRENCY`, as
+/// deploy/kubernetes/base (worker-scaler.yaml, configmap.yaml) sets them.
+const TARGET: u64 = 32;
 const MIN_REPLICAS: u64 = 1;
 const MAX_REPLICAS: u64 = 20;
 
@@ -107,8 +107,12 @@ async fn step(workers: usize, calls: usize, facilitator: &FakeFacilitator, llm: 
     let redis = PrivateRedis::start(false).await;
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
+    // KEDA reads the queues from the admin listener.
+    let admin_port = free_port();
+    let admin = format!("http://127.0.0.1:{admin_port}");
     let env: Vec<(String, String)> = [
         ("BIND_ADDR", format!("127.0.0.1:{port}")),
+        ("ADMIN_ADDR", format!("127.0.0.1:{admin_port}")),
         ("PUBLIC_BASE_URL", "http://127.0.0.1".to_owned()),
         ("X402_PAY_TO", PAY_TO.to_owned()),
         ("X402_FACILITATOR_URL", facilitator.url().to_owned()),
@@ -119,6 +123,7 @@ async fn step(workers: usize, calls: usize, facilitator: &FakeFacilitator, llm: 
         ("QUEUE_NAMESPACE", "scale".to_owned()),
         // The backlog waits for the workers: no call may time out meanwhile.
         ("CALL_DEADLINE_S", "600".to_owned()),
+        ("WORKER_CONCURRENCY", TARGET.to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -160,7 +165,7 @@ async fn step(workers: usize, calls: usize, facilitator: &FakeFacilitator, llm: 
         }));
     }
     let queues = async || -> (u64, u64) {
-        let v: serde_json::Value = match http.get(format!("{base}/metrics/queues")).send().await {
+        let v: serde_json::Value = match http.get(format!("{admin}/metrics/queues")).send().await {
             Ok(r) => r.json().await.unwrap_or_default(),
             Err(_) => serde_json::Value::Null,
         };

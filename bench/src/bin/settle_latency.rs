@@ -3,7 +3,9 @@
 //! settlement tests' chain, `scripts/anvil`). Each settlement is simulate, send, wait for the
 //! receipt — what a paid call waits for before its work starts.
 //!
-//! `cargo run --release -p grove-bench --bin settle_latency -- [samples]` (default 20)
+//! `cargo run --release -p grove-bench --bin settle_latency -- [samples] [depths]` (default 20
+//! samples at `SETTLEMENT_CONFIRMATIONS=1`; depths as `1,2,3` measure what each block of depth
+//! adds per call).
 //!
 //! - back to back: each settlement starts right after the block that held the previous one (the
 //!   worst phase: almost a whole block to wait);
@@ -11,7 +13,7 @@
 //! - 32 at once: concurrent settlements from one settler key (one nonce queue).
 
 use futures::future::join_all;
-use grove_common::config::Secret;
+use grove_common::config::{Network, Secret};
 use grove_http::{SelfSettler, SettleOutcome, Settler};
 use grove_tests::{
     chain::{Chain, SETTLER_KEY, payment},
@@ -48,11 +50,31 @@ async fn main() {
     };
     let payer = TestWallet::new();
     let total = (2 * samples + CONCURRENT) as u64;
-    chain.mint(payer.address(), total * PRICE).await;
+    let depths: Vec<u64> = std::env::args()
+        .nth(2)
+        .map(|s| s.split(',').filter_map(|d| d.parse().ok()).collect())
+        .unwrap_or_else(|| vec![1]);
+    println!("settle latency, our own settlement on anvil --block-time 2 (chain id 8453)");
+    println!(
+        "{:<40} {:>4} {:>8} {:>8} {:>8}",
+        "", "n", "p50 s", "p90 s", "max s"
+    );
+    for depth in depths {
+        chain.mint(payer.address(), total * PRICE).await;
+        measure(&chain, &payer, samples, depth).await;
+    }
+}
+
+/// The three rows at `SETTLEMENT_CONFIRMATIONS=depth`.
+async fn measure(chain: &Chain, payer: &TestWallet, samples: usize, depth: u64) {
     let settler = SelfSettler::connect(
         &Secret::new(&chain.url),
         &Secret::new(SETTLER_KEY),
-        Duration::from_secs(60),
+        grove_http::SettlerOptions {
+            confirmations: depth,
+            ..grove_tests::chain::settler_options(Duration::from_secs(60))
+        },
+        Network::Base,
     )
     .await
     .expect("the settler connects to anvil");
@@ -70,16 +92,14 @@ async fn main() {
     let at_once = join_all((0..CONCURRENT).map(|_| one(&settler, &payer))).await;
     let wall = started.elapsed();
 
-    println!("settle latency, our own settlement on anvil --block-time 2 (chain id 8453)");
-    println!(
-        "{:<28} {:>4} {:>8} {:>8} {:>8}",
-        "", "n", "p50 s", "p90 s", "max s"
+    row(&format!("depth {depth}: back to back"), back_to_back);
+    row(
+        &format!("depth {depth}: at a random block phase"),
+        random_phase,
     );
-    row("back to back", back_to_back);
-    row("at a random block phase", random_phase);
-    row(&format!("{CONCURRENT} at once"), at_once);
+    row(&format!("depth {depth}: {CONCURRENT} at once"), at_once);
     println!(
-        "{CONCURRENT} at once: all settled in {:.2} s",
+        "depth {depth}: {CONCURRENT} at once all settled in {:.2} s",
         wall.as_secs_f64()
     );
 }
@@ -88,7 +108,7 @@ fn row(name: &str, mut samples: Vec<Duration>) {
     samples.sort();
     let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize].as_secs_f64();
     println!(
-        "{name:<28} {:>4} {:>8.2} {:>8.2} {:>8.2}",
+        "{name:<40} {:>4} {:>8.2} {:>8.2} {:>8.2}",
         samples.len(),
         at(0.5),
         at(0.9),

@@ -50,6 +50,12 @@ pub struct LlmConfig {
     pub structured: StructuredOutput,
     /// Read by the OpenAI-compatible client only; Anthropic always takes `max_tokens`.
     pub max_tokens_field: MaxTokensField,
+    /// `LLM_MAX_CONCURRENCY`: requests to the provider one process has open at once (None: as
+    /// many as its jobs, `WORKER_CONCURRENCY`).
+    pub max_concurrency: Option<usize>,
+    /// `LLM_TOKENS_PER_MIN`: tokens one process sends and asks for a minute (None: no budget of
+    /// our own; the provider's rate-limit headers still pause requests).
+    pub tokens_per_min: Option<u64>,
 }
 
 impl LlmConfig {
@@ -64,6 +70,8 @@ impl LlmConfig {
             temperature: Some(DEFAULT_TEMPERATURE),
             structured: StructuredOutput::Strict,
             max_tokens_field: MaxTokensField::Auto,
+            max_concurrency: None,
+            tokens_per_min: None,
         }
     }
 }
@@ -140,6 +148,8 @@ pub(super) fn read(
             ));
         }
     };
+    config.max_concurrency = positive(var, "LLM_MAX_CONCURRENCY", 1_000_000)?;
+    config.tokens_per_min = positive(var, "LLM_TOKENS_PER_MIN", u64::MAX)?;
     config.max_tokens_field = match var("LLM_MAX_TOKENS_FIELD").as_deref() {
         None | Some("auto") => MaxTokensField::Auto,
         Some("max_tokens") => MaxTokensField::MaxTokens,
@@ -176,6 +186,27 @@ fn temperature(
             format!(
                 "expected a number from 0 to {max} for this LLM_PROVIDER (or none), got {raw:?}"
             ),
+        )),
+    }
+}
+
+/// An optional count from 1 to `max`.
+fn positive<T>(
+    var: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    max: T,
+) -> Result<Option<T>, ConfigError>
+where
+    T: std::str::FromStr + PartialOrd + From<u8> + std::fmt::Display,
+{
+    let Some(raw) = var(name) else {
+        return Ok(None);
+    };
+    match raw.parse::<T>() {
+        Ok(n) if n >= T::from(1) && n <= max => Ok(Some(n)),
+        _ => Err(invalid(
+            name,
+            format!("expected a whole number from 1 to {max}, got {raw:?}"),
         )),
     }
 }

@@ -59,6 +59,7 @@ fn production_refuses_a_plain_http_facilitator() {
             ("TWILIO_ACCOUNT_SID", "AC1"),
             ("TWILIO_AUTH_TOKEN", "t"),
             ("TWILIO_FROM", "+15550100"),
+            ("BASE_RPC_URL", "https://rpc.example"),
         ])
     };
     let want = "X402_FACILITATOR_URL: must be https:// with APP_ENV=production";
@@ -110,6 +111,20 @@ fn bad_values_name_their_variable() {
         let err = config(&[(k, v)]).unwrap_err();
         assert!(err.to_string().starts_with(k), "{err}");
     }
+    for (k, v) in [("LLM_MAX_CONCURRENCY", "0"), ("LLM_TOKENS_PER_MIN", "lots")] {
+        let err = config(&[("LLM_PROVIDER", "openai"), (k, v)]).unwrap_err();
+        assert!(err.to_string().starts_with(k), "{err}");
+    }
+    let limited = config(&[
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_MAX_CONCURRENCY", "500"),
+        ("LLM_TOKENS_PER_MIN", "2000000"),
+    ])
+    .expect("parses")
+    .llm
+    .expect("a provider");
+    assert_eq!(limited.max_concurrency, Some(500));
+    assert_eq!(limited.tokens_per_min, Some(2_000_000));
     // A hosted model's key is required where the model is called, not by configuration.
     let llm = config(&[("LLM_PROVIDER", "anthropic")])
         .expect("parses without a key")
@@ -164,4 +179,61 @@ fn health_gates_default_to_five_failures_in_thirty_seconds_and_name_bad_values()
         let err = config(&[(var, value)]).unwrap_err();
         assert!(err.to_string().starts_with(var), "{var}={value}: {err}");
     }
+}
+
+#[test]
+fn payments_are_on_base_mainnet_unless_x402_network_names_the_testnet() {
+    assert_eq!(config(&[]).expect("defaults").network, Network::Base);
+    for (value, network) in [
+        ("base", Network::Base),
+        ("eip155:8453", Network::Base),
+        ("base-sepolia", Network::BaseSepolia),
+        ("eip155:84532", Network::BaseSepolia),
+    ] {
+        let c = config(&[("X402_NETWORK", value)]).expect(value);
+        assert_eq!(c.network, network, "{value}");
+    }
+    for (var, value) in [
+        ("X402_NETWORK", "sepolia"),
+        ("X402_NETWORK", "eip155:1"),
+        ("X402_ALLOW_TESTNET", "yes"),
+    ] {
+        let err = config(&[(var, value)]).unwrap_err();
+        assert!(err.to_string().starts_with(var), "{var}={value}: {err}");
+    }
+}
+
+#[test]
+fn production_refuses_the_testnet_unless_explicitly_allowed() {
+    let prod = |extra: &[(&str, &str)]| {
+        let mut pairs = vec![
+            ("APP_ENV", "production"),
+            ("X402_FACILITATOR_URL", "https://x402.org/facilitator"),
+            ("SMS_PROVIDER", "twilio"),
+            ("TWILIO_ACCOUNT_SID", "AC1"),
+            ("TWILIO_AUTH_TOKEN", "t"),
+            ("TWILIO_FROM", "+15550100"),
+        ];
+        pairs.extend_from_slice(extra);
+        config(&pairs)
+    };
+    let refused = prod(&[("X402_NETWORK", "base-sepolia")]).unwrap_err();
+    let line = refused.to_string();
+    assert!(!line.contains('\n'), "one line: {line}");
+    assert!(
+        line.contains("X402_NETWORK=base-sepolia") && line.contains("X402_ALLOW_TESTNET=true"),
+        "names the variable and the fix: {line}"
+    );
+    let allowed = prod(&[
+        ("X402_NETWORK", "base-sepolia"),
+        ("X402_ALLOW_TESTNET", "true"),
+    ])
+    .expect("allowed on purpose");
+    assert_eq!(allowed.network, Network::BaseSepolia);
+    assert_eq!(prod(&[]).expect("mainnet").network, Network::Base);
+    let explicit_off = prod(&[
+        ("X402_NETWORK", "base-sepolia"),
+        ("X402_ALLOW_TESTNET", "false"),
+    ]);
+    assert_eq!(explicit_off.unwrap_err(), refused);
 }

@@ -13,9 +13,22 @@ pub mod status {
     pub const RELEASED: &str = "released";
     /// The transfer may or may not have happened; the reconciliation sweep finds out.
     pub const UNKNOWN: &str = "unknown";
+    /// Settled (the call delivered), then its transfer left the chain: a reorg dropped it, or it
+    /// never was mined. For an operator (the reorg watch keeps looking for it to come back).
+    pub const REORGED: &str = "reorged";
 
     /// States in which the call was paid for, so its work may run (and re-run for free).
     pub const PAID: [&str; 2] = [SETTLED, UNSETTLED];
+}
+
+/// Settled payments whose transfer is not final yet (the reorg watch's partial index,
+/// migration 21), as a literal for the same reason as `status_is`.
+pub fn settled_not_final() -> sea_orm::sea_query::SimpleExpr {
+    sea_orm::sea_query::Expr::cust(format!(
+        r#""status" IN ('{}', '{}') AND "final_at" IS NULL"#,
+        status::SETTLED,
+        status::REORGED
+    ))
 }
 
 /// `status = '<state>'` written as a literal, for the sweeps that read the payments in flight

@@ -48,6 +48,8 @@ series! {
         "Payments whose outcome stayed unknown and that reconciliation gave up on: an operator must resolve them.";
     RATE_LIMITED = "grove_rate_limited_total", Counter, ["limit"],
         "Requests refused by a rate limit (ip, payer or bad_payments).";
+    OVER_CAPACITY = "grove_over_capacity_total", Counter, [],
+        "Unpaid coaching requests answered 503 instead of a price because the calls ahead would not finish within the deadline.";
     GATE_REFUSALS = "grove_gate_refusals_total", Counter, ["provider"],
         "Requests answered 503 instead of a price because their provider's health gate was open.";
     GATE_OPEN = "grove_provider_gate_open", Gauge, ["provider"],
@@ -78,6 +80,14 @@ series! {
         "Ready plus held jobs, by queue: what the worker autoscaler divides by one worker's concurrency.";
     QUEUE_CONSUMERS = "grove_queue_consumers", Gauge, ["queue"],
         "Worker consumers with a recent heartbeat, by queue.";
+    ADMISSION_CAPACITY = "grove_admission_capacity", Gauge, [],
+        "Coaching jobs the workers run at once, as admission sees them.";
+    ADMISSION_AHEAD = "grove_admission_ahead", Gauge, [],
+        "Coaching calls ahead of a new one: held by the workers, queued, being settled, or quoted a price moments ago.";
+    ADMISSION_COMPLETIONS = "grove_admission_completions_per_second", Gauge, [],
+        "Coaching runs finished per second over the last minute.";
+    ADMISSION_SERVICE = "grove_admission_service_seconds", Gauge, [],
+        "Mean time of one coaching run over the last minute (absent before one finished).";
     PUSH_RETRIES = "grove_push_retries", Gauge, [],
         "Settled calls whose failed push is being retried.";
     SWEEPS = "grove_review_sweeps_total", Counter, [],

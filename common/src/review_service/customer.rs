@@ -74,6 +74,38 @@ where
     Ok(out)
 }
 
+/// An operator records `phone`'s opt-out, said by the customer through any channel, in one
+/// transaction (nested in the caller's when `db` is one): the phone is suppressed, so the next
+/// request to it is refused before any payment (`recipient_opted_out`), and every request to it
+/// that has not finished ends `opted_out` with `operator` and `reason` in its log. How many
+/// requests ended.
+pub async fn operator_opt_out<C>(
+    db: &C,
+    phone: &str,
+    operator: &str,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<usize, DbErr>
+where
+    C: ConnectionTrait + TransactionTrait,
+{
+    let txn = db.begin().await?;
+    let detail = json!({"by": "operator", "operator": operator, "reason": reason});
+    let ended = opt_out_all(&txn, phone, OptOutReason::Operator, &detail, now).await?;
+    txn.commit().await?;
+    Ok(ended)
+}
+
+/// An operator lifts `phone`'s suppression (the customer asked to hear from businesses again):
+/// future requests to it may be sold. Requests that ended `opted_out` stay ended.
+pub async fn operator_opt_in(
+    db: &impl ConnectionTrait,
+    phone: &str,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    reviews::set_suppression(db, phone, false, "operator_opt_in", now).await
+}
+
 /// The recipient opted out: the phone is suppressed for every future request and every request
 /// to it that has not finished ends `opted_out`, each with `detail` in its log. How many ended.
 pub(super) async fn opt_out_all(

@@ -149,6 +149,9 @@ pub enum OptOutReason {
     PlainWords,
     /// Twilio error 21610, at send time or in a report.
     Provider,
+    /// An operator recorded it (the customer phoned, wrote, asked in person: the customer's
+    /// word counts from any channel); the audit table says who and why.
+    Operator,
 }
 
 impl OptOutReason {
@@ -157,6 +160,7 @@ impl OptOutReason {
             OptOutReason::StopKeyword => "stop_keyword",
             OptOutReason::PlainWords => "plain_words_opt_out",
             OptOutReason::Provider => "provider_21610",
+            OptOutReason::Operator => "operator",
         }
     }
 }

@@ -26,7 +26,7 @@ mod send;
 mod store;
 
 pub use create::create;
-pub use customer::{InboundText, inbound};
+pub use customer::{InboundText, inbound, operator_opt_in, operator_opt_out};
 pub use effects::{Effects, LookUp, SendOrder};
 pub use event::{EventKind, MessageKind, OptOutReason, Refusal, Report, ReportSource, ReviewEvent};
 

@@ -1,4 +1,5 @@
-//! x402 wire types and constants ("exact" scheme, USDC on Base mainnet), kept apart from transport.
+//! x402 wire types and constants ("exact" scheme), kept apart from transport. The network, USDC's
+//! address and its EIP-712 domain are the configured `config::Network`'s.
 //!
 //! v2 is the primary protocol (`PAYMENT-REQUIRED` / `PAYMENT-SIGNATURE` / `PAYMENT-RESPONSE`);
 //! v1 (`X-PAYMENT` / `X-PAYMENT-RESPONSE`, requirements in the 402 body) is served beside it.
@@ -10,16 +11,6 @@ pub use requirements::{
     ResourceInfo,
 };
 
-/// CAIP-2 id of Base mainnet (v2).
-pub const NETWORK_V2: &str = "eip155:8453";
-/// The v1 name of Base mainnet.
-pub const NETWORK_V1: &str = "base";
-pub const CHAIN_ID: u64 = 8453;
-/// USDC on Base mainnet.
-pub const USDC_ADDRESS: &str = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
-/// EIP-712 domain of USDC on Base: name is "USD Coin", not "USDC" (that is Base Sepolia's).
-pub const USDC_DOMAIN_NAME: &str = "USD Coin";
-pub const USDC_DOMAIN_VERSION: &str = "2";
 pub const SCHEME_EXACT: &str = "exact";
 
 /// Header names, as the transports spell them (HTTP header names are case-insensitive).

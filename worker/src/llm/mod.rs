@@ -7,6 +7,7 @@
 
 mod anthropic;
 mod error;
+mod limits;
 mod metered;
 mod openai;
 pub mod probe;

@@ -35,12 +35,11 @@ pub(super) fn verdict(attempt: Result<String, Failure<LlmError>>) -> Result<(), 
 
 /// One attempt: POST `body` to `url`.
 pub(super) async fn attempt(
-    client: &reqwest::Client,
-    url: &str,
-    headers: reqwest::header::HeaderMap,
+    to: &transport::Target<'_>,
     body: &serde_json::Value,
 ) -> Result<(), LlmError> {
-    verdict(transport::post_json(client, url, headers, body, PROBE_TIMEOUT).await)
+    let tokens = u64::from(PROBE_MAX_TOKENS);
+    verdict(transport::post_json(to, body, tokens, PROBE_TIMEOUT).await)
 }
 
 /// The gate's probe for a model client.

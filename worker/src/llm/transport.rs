@@ -3,6 +3,7 @@
 
 use super::LlmError;
 use super::error::classify_failure;
+use super::limits::{Limits, NoTime};
 use crate::log_text::error_chain;
 use crate::retry::{self, Failure, RetryPolicy};
 use reqwest::header::HeaderMap;
@@ -31,24 +32,58 @@ pub(super) fn endpoint(base_url: &str, path: &str) -> Result<String, LlmError> {
     }
 }
 
-/// One attempt: the body of a 2xx answer, or the classified failure for any other status.
+/// Where one attempt goes, and the limits it keeps.
+pub(super) struct Target<'a> {
+    pub client: &'a reqwest::Client,
+    pub url: &'a str,
+    pub headers: &'a HeaderMap,
+    pub limits: &'a Limits,
+}
+
+/// One attempt: the body of a 2xx answer, or the classified failure for any other status. It
+/// waits for the provider's limits first (`output_tokens`, the answer's budget, with the
+/// prompt's estimate, is drawn from the token budget), within `timeout`.
 pub(super) async fn post_json(
-    client: &reqwest::Client,
-    url: &str,
-    headers: HeaderMap,
+    to: &Target<'_>,
     body: &(impl serde::Serialize + ?Sized + Sync),
+    output_tokens: u64,
     timeout: Duration,
 ) -> Result<String, Failure<LlmError>> {
-    let response = client
-        .post(url)
-        .headers(headers)
-        .json(body)
-        .timeout(timeout)
+    let began = Instant::now();
+    let body = serde_json::to_vec(body).map_err(|e| {
+        Failure::Final(LlmError::BadRequest {
+            status: 0,
+            message: format!("the request could not be written: {e}"),
+        })
+    })?;
+    // About four bytes of JSON a token: the estimate a budget needs before the answer counts.
+    let tokens = body.len() as u64 / 4 + output_tokens;
+    let _slot = to
+        .limits
+        .admit(tokens, began + timeout)
+        .await
+        .map_err(|NoTime(wait)| {
+            Failure::Final(LlmError::Upstream {
+                status: Some(429),
+                message: format!(
+                    "the provider's rate limits hold this request {:.1} s, past its deadline",
+                    wait.as_secs_f64()
+                ),
+            })
+        })?;
+    let response = to
+        .client
+        .post(to.url)
+        .headers(to.headers.clone())
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body)
+        .timeout(timeout.saturating_sub(began.elapsed()))
         .send()
         .await
         .map_err(transient)?;
     let status = response.status().as_u16();
     let headers = response.headers().clone();
+    to.limits.observe(status, &headers);
     // The timeout covers the body too, so a server that stalls mid-answer is retried as well.
     let body = response.text().await.map_err(transient)?;
     if (200..300).contains(&status) {

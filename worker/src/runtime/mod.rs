@@ -9,6 +9,7 @@
 //! once with an error: the others are taking its calls over.
 
 mod database;
+mod report;
 mod supervise;
 pub mod takeover;
 
@@ -224,6 +225,7 @@ pub async fn run_redis_with(
         Arc::clone(&deps),
         stopped.clone(),
     )?;
+    tokio::spawn(report::load(Arc::clone(&deps), id.clone(), stopped.clone()));
     tracing::info!(namespace, concurrency = deps.concurrency, "worker ready");
     let all = async { tokio::join!(coaching, review, sweeper, takeover) };
     let gave_up = async {

@@ -5,9 +5,13 @@
 mod claim;
 mod claim_pg;
 mod outcome;
+mod settler_nonce;
+mod watched;
 
 pub use claim::claim;
 pub use outcome::{Recorded, record_outcome, record_outcome_starting};
+pub use settler_nonce::SharedNonces;
+pub use watched::{Watched, record_standing};
 
 use chrono::{DateTime, Utc};
 use grove_common::db::{

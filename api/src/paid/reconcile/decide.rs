@@ -1,5 +1,7 @@
 //! Deciding an unknown settlement: on chain when an RPC is configured, else (and then) by
-//! settling the identical payload again.
+//! settling the identical payload again. Nothing here reads our clock to decide: expiry is the
+//! chain's time at a `safe` block (`x402::chain::lookup`), and a used nonce is a payment only
+//! when the chain shows our transfer.
 
 use super::{Decision, LOG_LOOKBACK};
 use crate::{
@@ -7,8 +9,8 @@ use crate::{
     x402::{
         facilitator::SettleRequest,
         settle::{
-            AuthorizationQuery, AuthorizationState, SentTransaction, SettleOutcome,
-            means_nonce_used,
+            AuthorizationQuery, AuthorizationReader, AuthorizationState, SentTransaction,
+            SettleOutcome, means_nonce_used,
         },
     },
 };
@@ -16,21 +18,35 @@ use alloy_primitives::{Address, U256};
 use grove_common::db::entities::payment;
 
 pub(super) async fn decide(state: &AppState, p: &payment::Model) -> Decision {
-    let now = state.clock.wall().timestamp();
-    let expired = p.valid_before.is_some_and(|before| now > before);
-    let query = query_of(p);
+    let mut doubt = None;
+    let decision = decide_with(state, p, &mut doubt).await;
+    // An operator reading the payment sees why the chain did not decide it, too.
+    match (decision, doubt) {
+        (Decision::Unknown { reason, sent }, Some(doubt)) => Decision::Unknown {
+            reason: format!("{reason}; on chain: {doubt}"),
+            sent,
+        },
+        (decision, _) => decision,
+    }
+}
+
+async fn decide_with(state: &AppState, p: &payment::Model, doubt: &mut Option<String>) -> Decision {
+    let query = query_of(state, p);
     if let (Some(chain), Some(query)) = (&state.chain, &query) {
         match chain.authorization(query).await {
             Ok(AuthorizationState::Paid { transaction }) => return Decision::Settled(transaction),
+            // Canceled, used elsewhere, or unused at a `safe` block past `validBefore`: the
+            // chain's own time decides expiry, never our clock.
             Ok(AuthorizationState::Void { reason }) => return Decision::Unsettled(reason),
-            // Unused after it expired: USDC will never accept it now.
-            Ok(AuthorizationState::Unused) if expired => {
-                return Decision::Unsettled("authorization_expired_unused".into());
-            }
+            // Used at the head, not yet deep enough: nothing to re-post, ask again later.
+            Ok(AuthorizationState::NotFinal { reason }) => return unknown(reason),
             // Not used yet: settling again below may settle it now.
             Ok(AuthorizationState::Unused) => {}
+            // The endpoint lags or failed: we do not know. The re-post below may still settle it;
+            // no refusal is decided from it.
             Err(e) => {
-                tracing::warn!(error = %e, payment = %p.id, "authorization unreadable on chain")
+                tracing::warn!(error = %e, payment = %p.id, "authorization unreadable on chain");
+                *doubt = Some(e);
             }
         }
     }
@@ -49,25 +65,35 @@ pub(super) async fn decide(state: &AppState, p: &payment::Model) -> Decision {
         SettleOutcome::Settled { transaction, .. } => Decision::Settled(transaction),
         // Used or canceled: only the chain tells which.
         SettleOutcome::Refused { reason } if means_nonce_used(&reason) => {
-            match (&state.chain, &query) {
-                (Some(chain), Some(query)) => match chain.authorization(query).await {
-                    Ok(AuthorizationState::Paid { transaction }) => Decision::Settled(transaction),
-                    Ok(AuthorizationState::Void { reason }) => Decision::Unsettled(reason),
-                    Ok(AuthorizationState::Unused) => {
-                        unknown(format!("re-post refused ({reason}) but unused on chain"))
-                    }
-                    Err(e) => unknown(e),
-                },
-                // Without a chain to ask, a used nonce is taken as our transfer (the payer could
-                // have canceled instead: BASE_RPC_URL closes that); its transaction is the one
-                // named earlier, if any.
-                _ => Decision::Settled(sent.map(|s| s.hash).unwrap_or_default()),
-            }
+            nonce_used(state.chain.as_deref(), query.as_ref(), &reason).await
         }
         // A refusal of the re-post is no proof about the first attempt: the balance it
         // checks may be low because our transfer went through.
         SettleOutcome::Refused { reason } => unknown(format!("re-post refused: {reason}")),
         SettleOutcome::Unknown { reason, sent } => Decision::Unknown { reason, sent },
+    }
+}
+
+/// A "nonce already used" answer: our transfer, a cancellation, or another authorization's use
+/// of the nonce. Only the chain tells; without one it stays unknown (production always has one).
+async fn nonce_used(
+    chain: Option<&dyn AuthorizationReader>,
+    query: Option<&AuthorizationQuery>,
+    reason: &str,
+) -> Decision {
+    let (Some(chain), Some(query)) = (chain, query) else {
+        return unknown(format!(
+            "re-post refused ({reason}); without BASE_RPC_URL a used nonce cannot be told from a cancellation"
+        ));
+    };
+    match chain.authorization(query).await {
+        Ok(AuthorizationState::Paid { transaction }) => Decision::Settled(transaction),
+        Ok(AuthorizationState::Void { reason }) => Decision::Unsettled(reason),
+        Ok(AuthorizationState::NotFinal { reason }) => unknown(reason),
+        Ok(AuthorizationState::Unused) => {
+            unknown(format!("re-post refused ({reason}) but unused on chain"))
+        }
+        Err(e) => unknown(e),
     }
 }
 
@@ -77,7 +103,7 @@ fn unknown(reason: String) -> Decision {
 
 /// The chain question for a stored payment: its authorizer, nonce and value, paid to the payee
 /// it signed for.
-fn query_of(p: &payment::Model) -> Option<AuthorizationQuery> {
+pub(crate) fn query_of(state: &AppState, p: &payment::Model) -> Option<AuthorizationQuery> {
     let to = p
         .settle_request
         .as_ref()
@@ -91,6 +117,11 @@ fn query_of(p: &payment::Model) -> Option<AuthorizationQuery> {
             to: to?,
             value: U256::from_str_radix(&p.amount, 10).ok()?,
             since: u64::try_from((p.created_at - LOG_LOOKBACK).timestamp()).unwrap_or(0),
+            // A payment recorded without one is never decided expired.
+            valid_before: p
+                .valid_before
+                .map_or(u64::MAX, |s| u64::try_from(s).unwrap_or(0)),
+            asked_at: state.clock.wall_unix(),
         })
     })();
     if query.is_none() {

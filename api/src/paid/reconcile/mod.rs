@@ -23,6 +23,7 @@
 
 mod decide;
 mod recover;
+mod reorgs;
 
 use super::{fulfil, ledger};
 use crate::{
@@ -32,6 +33,7 @@ use crate::{
 };
 use chrono::{DateTime, Duration, Utc};
 use decide::decide;
+pub(crate) use decide::query_of;
 use futures::future::join_all;
 use grove_common::config::SettlementMode;
 use grove_common::db::{
@@ -47,8 +49,9 @@ use tokio::sync::watch;
 
 /// Rows handled per pass, concurrently (each check may wait for the facilitator's timeout).
 const BATCH: u64 = 16;
-/// How long a check holds its row before another process may take it.
-const LEASE: Duration = Duration::seconds(60);
+/// Beyond the longest settle, what one check may spend reading the chain before and after it
+/// (a handful of JSON-RPC requests, each bounded at 10 s), and a margin.
+const CHECK_MARGIN: Duration = Duration::seconds(90);
 /// The longest pause between two checks of one unknown payment.
 const MAX_BACKOFF_S: i64 = 60;
 /// Without a chain to ask, how long after `validBefore` re-posting goes on before the payment is
@@ -66,6 +69,8 @@ pub struct PassStats {
     pub unsettled: usize,
     pub still_unknown: usize,
     pub repushed: usize,
+    /// Settled payments whose transfer left the chain (the reorg watch).
+    pub reorged: usize,
 }
 
 /// Runs a pass at start-up, then every `interval` and at once when woken (`state.reconcile`),
@@ -105,12 +110,25 @@ pub async fn run(
 /// mid-settlement (or the write of its outcome), and the money may have moved. Marking it
 /// unknown early is harmless: the re-posted identical `/settle` cannot move money twice.
 fn stale_reservation_after(state: &AppState) -> Duration {
+    longest_settle(state) * 2 + Duration::seconds(5)
+}
+
+/// The longest one settlement may take, by configuration (`X402_FACILITATOR_TIMEOUT_S` or
+/// `X402_SETTLE_TIMEOUT_S`).
+fn longest_settle(state: &AppState) -> Duration {
     let settlement = &state.config.settlement;
     let longest = match settlement.mode {
         SettlementMode::Facilitator => state.config.facilitator_timeout,
         SettlementMode::SelfHosted => settlement.timeout,
     };
-    Duration::from_std(longest * 2).unwrap_or(Duration::minutes(10)) + Duration::seconds(5)
+    Duration::from_std(longest).unwrap_or(Duration::minutes(5))
+}
+
+/// How long a check holds its row before another process may take it: longer than the longest
+/// settle it may make, and the chain reads around it, so that a second process never re-posts
+/// (or, settling ourselves, sends) while the first is still waiting for its answer.
+fn lease(state: &AppState) -> Duration {
+    longest_settle(state) + CHECK_MARGIN
 }
 
 /// Reservations whose outcome was never recorded, past `stale_reservation_after`: unknown, due now.
@@ -156,11 +174,12 @@ pub async fn pass(state: &AppState, started_at: DateTime<Utc>) -> Result<PassSta
         }
     }
     stats.repushed = recover::stranded(state, now, started_at).await?;
+    stats.reorged = reorgs::watch(state, now).await?;
     Ok(stats)
 }
 
 #[derive(Debug)]
-pub(super) enum Decision {
+pub(crate) enum Decision {
     /// The transfer happened (its transaction hash; empty only when no chain could name it).
     Settled(String),
     /// Proven never to happen (the reason): canceled, its nonce used by another authorization, or
@@ -173,6 +192,56 @@ pub(super) enum Decision {
     },
 }
 
+/// Writes a proven outcome of an unknown payment through the ledger, and acts on it: settled →
+/// the call's work starts; unsettled → the call is unpaid, what its product took before
+/// settlement (a review's phone mark) is given back, and a request waiting for it hears. `by`
+/// labels the settlement metric (`reconciled`, or `operator` for an operator's resolution, which
+/// moves the call and its scope exactly as reconciliation would). An `Unknown` decision writes
+/// nothing. Returns whether the outcome moved the call (false: it was decided first).
+pub(crate) async fn conclude(
+    state: &AppState,
+    call_id: uuid::Uuid,
+    decision: &Decision,
+    by: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    match decision {
+        Decision::Settled(transaction) => {
+            let outcome = SettleOutcome::Settled {
+                transaction: transaction.clone(),
+                local: false,
+            };
+            state.metrics.settlement(&format!("{by}_settled"));
+            let moved = ledger::record_outcome(&state.db, call_id, &outcome, now).await?;
+            if moved && let Some(call) = calls::load(&state.db, call_id).await? {
+                fulfil::after_settled_stored(state, &call).await?;
+            }
+            Ok(moved)
+        }
+        Decision::Unsettled(reason) => {
+            state.metrics.settlement(&format!("{by}_unsettled"));
+            let outcome = SettleOutcome::Refused {
+                reason: reason.clone(),
+            };
+            // What the product took before settlement (a review's phone mark) is given back, and
+            // waiters woken, only by the write that moved the call: another process (or the
+            // gate) that decided it first has done both.
+            let moved = ledger::record_outcome(&state.db, call_id, &outcome, now).await?;
+            if moved {
+                if let Some(call) = calls::load(&state.db, call_id).await? {
+                    match products::from_call(&call) {
+                        Ok(product) => product.settlement_refused(state, call_id).await?,
+                        Err(e) => tracing::error!(error = %e, %call_id, "stored call unreadable"),
+                    }
+                }
+                state.completions.notify(call_id).await;
+            }
+            Ok(moved)
+        }
+        Decision::Unknown { .. } => Ok(false),
+    }
+}
+
 /// Checks one unknown payment, if this process wins its lease. `None`: another process has it.
 async fn check(
     state: &AppState,
@@ -180,7 +249,10 @@ async fn check(
     now: DateTime<Utc>,
 ) -> Result<Option<Decision>, DbErr> {
     let leased = payment::Entity::update_many()
-        .col_expr(payment::Column::NextCheckAt, Expr::value(Some(now + LEASE)))
+        .col_expr(
+            payment::Column::NextCheckAt,
+            Expr::value(Some(now + lease(state))),
+        )
         .col_expr(
             payment::Column::Checks,
             Expr::col(payment::Column::Checks).add(1),
@@ -196,34 +268,13 @@ async fn check(
     let decision = decide(state, &p).await;
     let call_id = p.call_id;
     match &decision {
-        Decision::Settled(transaction) => {
+        Decision::Settled(_) => {
             tracing::info!(%call_id, checks = p.checks + 1, "unknown settlement reconciled: settled");
-            let outcome = SettleOutcome::Settled {
-                transaction: transaction.clone(),
-                local: false,
-            };
-            state.metrics.settlement("reconciled_settled");
-            if ledger::record_outcome(&state.db, call_id, &outcome, now).await?
-                && let Some(call) = calls::load(&state.db, call_id).await?
-            {
-                fulfil::after_settled_stored(state, &call).await?;
-            }
+            conclude(state, call_id, &decision, "reconciled", now).await?;
         }
         Decision::Unsettled(reason) => {
             tracing::info!(%call_id, %reason, "unknown settlement reconciled: never paid");
-            state.metrics.settlement("reconciled_unsettled");
-            let outcome = SettleOutcome::Refused {
-                reason: reason.clone(),
-            };
-            ledger::record_outcome(&state.db, call_id, &outcome, now).await?;
-            // What the product took before settlement (a review's phone mark) is given back.
-            if let Some(call) = calls::load(&state.db, call_id).await? {
-                match products::from_call(&call) {
-                    Ok(product) => product.settlement_refused(state, call_id).await?,
-                    Err(e) => tracing::error!(error = %e, %call_id, "stored call unreadable"),
-                }
-            }
-            state.completions.notify(call_id).await;
+            conclude(state, call_id, &decision, "reconciled", now).await?;
         }
         Decision::Unknown { reason, sent } => {
             let expired_at = p

@@ -23,11 +23,9 @@ fn operation_body(op: Op, config: &Config) -> Value {
         | Op::GetReviewRequestResponseSchema
         | Op::GetOpenApi
         | Op::GetX402Discovery
-        | Op::GetHealth
-        | Op::GetQueueMetrics => get_json(object()),
+        | Op::GetHealth => get_json(object()),
         Op::GetAgentsGuide | Op::GetActionsGuide => get_text("text/html"),
         Op::GetSkill => get_text("text/markdown"),
-        Op::GetMetrics => get_text("text/plain"),
         Op::CallAgent => coaching_call(config),
         Op::RequestReview => review_request_call(config),
         Op::GetModeRequestSchema | Op::GetModeResponseSchema => mode_schema_get(),
@@ -121,7 +119,7 @@ pub fn document(config: &Config, schemas: &SchemaRegistry) -> Value {
         "info": {
             "title": format!("{} growth coaching and paid actions", config.service_name),
             "version": "1.0.0",
-            "description": super::catalog::description(),
+            "description": super::catalog::description(config.network),
         },
         "servers": [{"url": config.public_base_url}],
         "security": [],

@@ -1,7 +1,7 @@
 //! The signed EIP-3009 authorization inside a payment payload, as `transferWithAuthorization`'s
 //! arguments, and the refusal reasons that USDC's revert messages map to.
 
-use super::{IUsdc, USDC};
+use super::IUsdc;
 use crate::x402::{
     eip3009::{self, TransferWithAuthorization},
     facilitator::SettleRequest,
@@ -10,6 +10,7 @@ use crate::x402::{
 };
 use alloy_primitives::{Address, B256, Bytes, U256};
 use alloy_sol_types::{SolCall, sol};
+use grove_common::config::Network;
 use serde_json::Value;
 
 sol! {
@@ -50,8 +51,8 @@ pub(super) enum PayerSignature {
 
 impl Authorization {
     /// Reads `/payload/authorization` and `/payload/signature`, and checks that the requirement
-    /// asks for USDC on Base paid to `to`: the settler sends only what it was offered.
-    pub fn from_request(request: &SettleRequest) -> Result<Self, &'static str> {
+    /// asks for USDC on `network` paid to `to`: the settler sends only what it was offered.
+    pub fn from_request(request: &SettleRequest, network: Network) -> Result<Self, &'static str> {
         let payload = &request.payment_payload;
         let field = |name: &str| payload.pointer(&format!("/payload/authorization/{name}"));
         let address = |name: &str| {
@@ -87,7 +88,7 @@ impl Authorization {
             nonce,
         };
         let auth = Self {
-            signature: PayerSignature::of(&message, &signature)?,
+            signature: PayerSignature::of(&message, &signature, network)?,
             from: message.from,
             to: message.to,
             value: message.value,
@@ -102,7 +103,7 @@ impl Authorization {
                 .and_then(Value::as_str)
                 .and_then(|s| s.parse::<Address>().ok())
         };
-        if offered("asset").is_some_and(|asset| asset != USDC) {
+        if offered("asset").is_some_and(|asset| asset != network.usdc()) {
             return Err("unsupported_asset");
         }
         if offered("payTo").is_some_and(|pay_to| pay_to != auth.to) {
@@ -111,14 +112,17 @@ impl Authorization {
         Ok(auth)
     }
 
-    /// The chain question "did this authorization pay us?", for uses since `since` (unix s).
-    pub fn query(&self, since: u64) -> AuthorizationQuery {
+    /// The chain question "did this authorization pay us?", for uses since `since` (unix s),
+    /// asked at `asked_at` (our wall clock, unix s).
+    pub fn query(&self, since: u64, asked_at: u64) -> AuthorizationQuery {
         AuthorizationQuery {
             authorizer: self.from,
             nonce: self.nonce,
             to: self.to,
             value: self.value,
             since,
+            valid_before: u64::try_from(self.valid_before).unwrap_or(u64::MAX),
+            asked_at,
         }
     }
 
@@ -143,8 +147,12 @@ impl Authorization {
 impl PayerSignature {
     /// An EOA's signature when it recovers `from` (as local verification found), a wallet's
     /// otherwise: only one that passed the wallet's check on chain reaches settlement.
-    fn of(message: &TransferWithAuthorization, signature: &[u8]) -> Result<Self, &'static str> {
-        let domain = eip3009::usdc_base_domain();
+    fn of(
+        message: &TransferWithAuthorization,
+        signature: &[u8],
+        network: Network,
+    ) -> Result<Self, &'static str> {
+        let domain = eip3009::usdc_domain(network);
         if eip3009::check_signature(message, &domain, signature).is_ok()
             && let [rs @ .., v] = signature
         {
@@ -242,11 +250,15 @@ mod tests {
                     "nonce": format!("0x{}", "ab".repeat(32)),
                 },
             }}),
-            payment_requirements: json!({"asset": USDC.to_string(), "payTo": pay_to}),
+            payment_requirements: json!({"asset": Network::Base.usdc_address(), "payTo": pay_to}),
         }
     }
 
     const PAY_TO: &str = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
+
+    fn from_request(request: &SettleRequest) -> Result<Authorization, &'static str> {
+        Authorization::from_request(request, Network::Base)
+    }
 
     /// Anvil's first development key, whose address is the requests' `from`.
     fn payer_key() -> alloy_signer_local::PrivateKeySigner {
@@ -263,8 +275,7 @@ mod tests {
     fn an_eoas_signature_is_split_for_the_vrs_overload() {
         use alloy_signer::SignerSync;
         let unsigned =
-            Authorization::from_request(&request(&format!("0x{}", "11".repeat(66)), PAY_TO))
-                .expect("parses");
+            from_request(&request(&format!("0x{}", "11".repeat(66)), PAY_TO)).expect("parses");
         let message = TransferWithAuthorization {
             from: unsigned.from,
             to: unsigned.to,
@@ -273,12 +284,12 @@ mod tests {
             validBefore: unsigned.valid_before,
             nonce: unsigned.nonce,
         };
-        let digest = eip3009::signing_hash(&message, &eip3009::usdc_base_domain());
+        let digest = eip3009::signing_hash(&message, &eip3009::usdc_domain(Network::Base));
         let sig = payer_key()
             .sign_hash_sync(&digest)
             .expect("signs")
             .as_bytes();
-        let auth = Authorization::from_request(&request(
+        let auth = from_request(&request(
             &alloy_primitives::hex::encode_prefixed(sig),
             PAY_TO,
         ))
@@ -302,7 +313,7 @@ mod tests {
     fn any_other_signature_goes_as_it_is_to_the_bytes_overload() {
         // 65 bytes that recover someone else: a wallet's (its owner's key), not the payer's.
         let sig = format!("0x{}{}1c", "11".repeat(32), "22".repeat(32));
-        let auth = Authorization::from_request(&request(&sig, PAY_TO)).expect("parses");
+        let auth = from_request(&request(&sig, PAY_TO)).expect("parses");
         let raw = alloy_primitives::hex::decode(&sig).expect("hex");
         assert_eq!(
             auth.signature,
@@ -325,7 +336,7 @@ mod tests {
         let inner = Bytes::from(vec![7u8; 90]);
         let mut sig = (factory, Bytes::from_static(&[1, 2]), inner.clone()).abi_encode_params();
         sig.extend_from_slice(&signature::ERC6492_SUFFIX);
-        let auth = Authorization::from_request(&request(
+        let auth = from_request(&request(
             &alloy_primitives::hex::encode_prefixed(&sig),
             PAY_TO,
         ))
@@ -352,16 +363,16 @@ mod tests {
         let sig = format!("0x{}1b", "11".repeat(64));
         let other = "0x0000000000000000000000000000000000000001";
         assert_eq!(
-            Authorization::from_request(&request(&sig, other)),
+            from_request(&request(&sig, other)),
             Err("recipient_mismatch")
         );
         let suffix_only = alloy_primitives::hex::encode_prefixed(signature::ERC6492_SUFFIX);
         assert_eq!(
-            Authorization::from_request(&request(&suffix_only, PAY_TO)),
+            from_request(&request(&suffix_only, PAY_TO)),
             Err("invalid_signature")
         );
         assert_eq!(
-            Authorization::from_request(&request("0xzz", PAY_TO)),
+            from_request(&request("0xzz", PAY_TO)),
             Err("invalid_payload")
         );
     }

@@ -1,34 +1,30 @@
-//! Sending a settlement transaction and following it to its receipt: the nonce, the signed
-//! bytes kept for reconciliation, and the three outcomes of what the chain answered.
+//! Sending a settlement transaction: simulation, fees under the cap, the nonce, the signed bytes
+//! kept for reconciliation, and the three outcomes of what the node answered (`node_answer`).
 
 use super::{
     SelfSettler,
     authorization::{Authorization, refusal_reason},
-    follow,
+    node_answer::{self, SendAnswer},
+    versions::Versions,
 };
-use crate::x402::settle::{
-    AuthorizationState, SETTLER_UNAVAILABLE, SentTransaction, SettleOutcome,
-};
+use crate::x402::settle::{AuthorizationState, SETTLER_UNAVAILABLE, SettleOutcome, not_sent};
 use alloy_network::NetworkTransactionBuilder;
 use alloy_network::TransactionBuilder;
 use alloy_network::eip2718::Encodable2718;
 use alloy_primitives::TxHash;
 use alloy_provider::Provider;
-use alloy_provider::transport::{RpcError, TransportError};
+use alloy_provider::transport::TransportError;
 use alloy_rpc_types_eth::TransactionRequest;
 use grove_common::clock::{Clock, SystemClock};
-use std::time::Duration;
 use tokio::time::{Instant, timeout_at};
 
 /// Gas headroom over the estimate: state can change between the estimate and the block.
 const GAS_MARGIN_PERCENT: u64 = 25;
-/// How often the receipt of a sent settlement is asked for.
-const RECEIPT_POLL: Duration = Duration::from_millis(200);
 
 impl SelfSettler {
     pub(super) async fn settle_authorization(&self, auth: &Authorization) -> SettleOutcome {
         let started = Instant::now();
-        let deadline = started + self.timeout;
+        let deadline = started + self.options.timeout;
         // Smart wallets (wallet.rs): the call may deploy the payer's wallet first.
         let call = match timeout_at(deadline, self.settlement_call(auth)).await {
             Ok(Ok(call)) => call.with_from(self.settler),
@@ -41,7 +37,7 @@ impl SelfSettler {
             tokio::join!(
                 self.rpc.provider.call(call.clone()).latest(),
                 self.rpc.provider.estimate_gas(call.clone()).latest(),
-                self.rpc.provider.estimate_eip1559_fees(),
+                self.fees(),
             )
         })
         .await;
@@ -51,43 +47,62 @@ impl SelfSettler {
         if let Err(e) = simulated {
             return self.refusal(&e);
         }
-        let (gas, fees) = match (gas, fees) {
-            (Ok(gas), Ok(fees)) => (gas, fees),
-            (Err(e), _) | (_, Err(e)) => return self.refusal(&e),
+        let gas = match gas {
+            Ok(gas) => gas,
+            Err(e) => return self.refusal(&e),
+        };
+        let fees = match fees {
+            Ok(fees) => fees,
+            Err(outcome) => return outcome,
         };
         let tx = call
             .with_chain_id(self.chain_id)
             .with_gas_limit(gas + gas * GAS_MARGIN_PERCENT / 100)
-            .with_max_fee_per_gas(fees.max_fee_per_gas)
-            .with_max_priority_fee_per_gas(fees.max_priority_fee_per_gas);
+            .with_max_fee_per_gas(fees.max_fee)
+            .with_max_priority_fee_per_gas(fees.priority);
 
-        let sent = match self.send(tx, deadline).await {
-            Ok(sent) => sent,
+        let versions = match self.send(tx, deadline).await {
+            Ok(versions) => versions,
             Err(outcome) => return outcome,
         };
-        tracing::info!(tx = %sent.hash, payer = %auth.from, nonce = %auth.nonce, "x402.settle_self sent");
-        let outcome = self.await_receipt(&sent, auth, deadline).await;
-        let label = outcome.label();
-        tracing::info!(tx = %sent.hash, outcome = label, elapsed_ms = started.elapsed().as_millis() as u64,
-            "x402.settle_self done");
+        tracing::info!(tx = %versions.latest().hash, payer = %auth.from, nonce = %auth.nonce,
+            max_fee = fees.max_fee, "x402.settle_self sent");
+        let outcome = self.until_landed(versions, auth, deadline).await;
+        tracing::info!(
+            outcome = outcome.label(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "x402.settle_self done"
+        );
         outcome
     }
 
     /// Signs and sends with the next nonce. `Ok` carries a transaction that may have reached the
-    /// chain (sent, or lost in transport), with its signed bytes; `Err` is a definite outcome.
+    /// chain (the node took it, or the answer was lost); `Err` is a definite outcome: nothing was
+    /// sent, for a reason of ours (`settle::not_sent`), never the payer's.
     pub(super) async fn send(
         &self,
         tx: TransactionRequest,
         deadline: Instant,
-    ) -> Result<SentTransaction, SettleOutcome> {
-        // Queued behind other settlements past the deadline: better not sent at all than sent
-        // with no time left to see it land.
-        let Ok(mut next) = timeout_at(deadline, self.next_nonce.lock()).await else {
+    ) -> Result<Versions, SettleOutcome> {
+        // One send at a time in this process, so that at most one database connection waits for
+        // the shared counter. Queued past the deadline: better not sent at all than sent with no
+        // time left to see it land.
+        let Ok(_local) = timeout_at(deadline, self.sending.lock()).await else {
             return Err(too_slow_to_send());
         };
-        // A second attempt only after a nonce the node refused (another sender used it).
+        let held = match timeout_at(deadline, self.nonces.hold(self.settler)).await {
+            Ok(Ok(held)) => held,
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "x402.settle_self could not hold the nonce counter");
+                return Err(unavailable_reason(SETTLER_UNAVAILABLE));
+            }
+            Err(_) => return Err(too_slow_to_send()),
+        };
+        let mut next = held.next();
+        let mut result = Err(unavailable_reason(not_sent::NONCE_TAKEN));
+        // A second attempt only after a nonce the node said is taken (another sender used it).
         for attempt in 0..2 {
-            let nonce = match *next {
+            let nonce = match next {
                 Some(n) => n,
                 None => match self
                     .rpc
@@ -97,106 +112,68 @@ impl SelfSettler {
                     .await
                 {
                     Ok(n) => n,
-                    Err(e) => return Err(self.unavailable(&e)),
+                    Err(e) => {
+                        result = Err(self.unavailable(&e));
+                        break;
+                    }
                 },
             };
             let signed = match tx.clone().with_nonce(nonce).build(&self.wallet).await {
                 Ok(signed) => signed,
                 Err(e) => {
                     tracing::error!(error = %e, "x402.settle_self could not sign");
-                    return Err(SettleOutcome::Refused {
-                        reason: SETTLER_UNAVAILABLE.into(),
-                    });
+                    result = Err(unavailable_reason(SETTLER_UNAVAILABLE));
+                    break;
                 }
             };
-            let raw = signed.encoded_2718();
-            let sent = SentTransaction {
-                hash: signed.tx_hash().to_string(),
-                raw: Some(alloy_primitives::hex::encode_prefixed(&raw)),
-            };
-            // Forget the counter until the node answers: a send cut short leaves it to the chain.
-            *next = None;
-            match self.rpc.provider.send_raw_transaction(&raw).await {
-                Ok(_) => {
-                    *next = Some(nonce + 1);
-                    return Ok(sent);
-                }
-                Err(RpcError::ErrorResp(payload)) => {
-                    let message = payload.message.to_ascii_lowercase();
-                    if follow::already_has_it(&message) {
-                        *next = Some(nonce + 1);
-                        return Ok(sent);
-                    }
-                    let nonce_taken = message.contains("nonce too low")
-                        || message.contains("replacement transaction underpriced");
-                    tracing::warn!(code = payload.code, message = %payload.message, nonce, attempt,
-                        "x402.settle_self send refused by the node");
-                    if !nonce_taken || attempt == 1 {
-                        // The node did not take it, and we will not send it again.
-                        return Err(SettleOutcome::Refused {
-                            reason: "settlement_rejected".into(),
-                        });
-                    }
-                }
-                // The node may or may not have it: wait for a receipt under this hash.
+            let versions = Versions::first(signed.encoded_2718().into());
+            let answer = match self
+                .rpc
+                .provider
+                .send_raw_transaction(&versions.latest().raw)
+                .await
+            {
+                Ok(_) => SendAnswer::Holds,
                 Err(e) => {
-                    tracing::warn!(tx = %sent.hash, error = %self.rpc.describe(&e),
-                        "x402.settle_self send failed in transport");
-                    return Ok(sent);
+                    tracing::warn!(tx = %versions.latest().hash, error = %self.rpc.describe(&e), nonce,
+                        attempt, "x402.settle_self send not accepted");
+                    node_answer::classify(&e)
+                }
+            };
+            match answer {
+                SendAnswer::Holds => {
+                    next = Some(nonce + 1);
+                    result = Ok(versions);
+                    break;
+                }
+                // The counter is left to the chain: the node may or may not have it.
+                SendAnswer::Unknown => {
+                    next = None;
+                    result = Ok(versions);
+                    break;
+                }
+                SendAnswer::NonceTaken => next = None,
+                SendAnswer::NotSent(why) => {
+                    result = Err(unavailable_reason(why));
+                    break;
                 }
             }
         }
-        Err(SettleOutcome::Refused {
-            reason: "settlement_rejected".into(),
-        })
-    }
-
-    pub(super) async fn await_receipt(
-        &self,
-        sent: &SentTransaction,
-        auth: &Authorization,
-        deadline: Instant,
-    ) -> SettleOutcome {
-        let pending = || {
-            tracing::warn!(tx = %sent.hash, "x402.settle_self no receipt in time");
-            SettleOutcome::Unknown {
-                reason: "settlement_pending".into(),
-                sent: Some(sent.clone()),
-            }
-        };
-        let Ok(hash) = sent.hash.parse::<TxHash>() else {
-            return pending();
-        };
-        loop {
-            let Ok(polled) =
-                timeout_at(deadline, self.rpc.provider.get_transaction_receipt(hash)).await
-            else {
-                return pending();
-            };
-            match polled {
-                Ok(Some(receipt)) if receipt.status() => {
-                    return SettleOutcome::Settled {
-                        transaction: hash.to_string(),
-                        local: false,
-                    };
-                }
-                Ok(Some(_)) => return self.reverted(hash, auth).await,
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::debug!(tx = %hash, error = %self.rpc.describe(&e), "receipt poll failed");
-                }
-            }
-            if Instant::now() + RECEIPT_POLL > deadline {
-                return pending();
-            }
-            tokio::time::sleep(RECEIPT_POLL).await;
+        if let Err(e) = held.release(next).await {
+            // The next send then meets a taken nonce and asks the chain.
+            tracing::warn!(error = %e, "x402.settle_self could not store the next nonce");
         }
+        result
     }
 
     /// Our transaction reverted: usually someone else submitted the same nonce first. If that was
     /// our very authorization, the money moved to us all the same.
     pub(super) async fn reverted(&self, hash: TxHash, auth: &Authorization) -> SettleOutcome {
-        let state = self.rpc.authorization(&auth.query(lookback_start())).await;
+        let asked_at = SystemClock.wall_unix();
+        let state = self
+            .rpc
+            .authorization(&auth.query(lookback_start(), asked_at))
+            .await;
         tracing::warn!(tx = %hash, ?state, "x402.settle_self reverted");
         match state {
             Ok(AuthorizationState::Paid { transaction }) => SettleOutcome::Settled {
@@ -207,13 +184,15 @@ impl SelfSettler {
             Ok(AuthorizationState::Unused) => SettleOutcome::Refused {
                 reason: "transaction_reverted".into(),
             },
+            // Used just now, by what is not deep enough to tell: reconciliation decides.
+            Ok(AuthorizationState::NotFinal { reason }) => SettleOutcome::unknown(reason),
             // Used, but by what we cannot tell: not a refusal we could stand by.
             Err(e) => SettleOutcome::unknown(e),
         }
     }
 
-    /// Before anything was sent: a revert is the chain's refusal; any other failure is ours and
-    /// equally final, since nothing left this process.
+    /// Before anything was sent: a revert is the chain's refusal of the payer's authorization;
+    /// any other failure is ours (nothing left this process), and the payment is released.
     pub(super) fn refusal(&self, e: &TransportError) -> SettleOutcome {
         let revert = e.as_error_resp().and_then(|payload| {
             let data = payload.as_revert_data();
@@ -231,20 +210,26 @@ impl SelfSettler {
         }
     }
 
+    /// An RPC failure before anything was sent: the rate limit named as such, any other as the
+    /// RPC being unavailable.
     pub(super) fn unavailable(&self, e: &TransportError) -> SettleOutcome {
         tracing::warn!(error = %self.rpc.describe(e), "x402.settle_self RPC unavailable");
-        SettleOutcome::Refused {
-            reason: SETTLER_UNAVAILABLE.into(),
+        match node_answer::classify(e) {
+            SendAnswer::NotSent(why) if why == not_sent::RATE_LIMITED => unavailable_reason(why),
+            _ => unavailable_reason(SETTLER_UNAVAILABLE),
         }
     }
+}
+
+/// Nothing was sent, for a reason of ours.
+fn unavailable_reason(why: &str) -> SettleOutcome {
+    SettleOutcome::Refused { reason: why.into() }
 }
 
 /// Nothing was sent, and nothing will be.
 pub(super) fn too_slow_to_send() -> SettleOutcome {
     tracing::warn!("x402.settle_self deadline passed before sending");
-    SettleOutcome::Refused {
-        reason: SETTLER_UNAVAILABLE.into(),
-    }
+    unavailable_reason(SETTLER_UNAVAILABLE)
 }
 
 /// Where a search for an authorization's log may start: a use older than this would have been

@@ -9,7 +9,7 @@
 //! successful receipt means the money moved, and reconciliation follows one transaction as it
 //! does for any payer. The simulation before sending runs the same two calls.
 
-use super::{ChainError, Rpc, SelfSettler, USDC, authorization::Authorization};
+use super::{ChainError, Rpc, SelfSettler, authorization::Authorization};
 use crate::x402::{
     settle::SettleOutcome,
     signature::{Deployment, WalletSignature},
@@ -21,7 +21,7 @@ use alloy_provider::Provider;
 use alloy_rpc_types_eth::TransactionRequest;
 use alloy_sol_types::{SolCall, sol};
 use async_trait::async_trait;
-use grove_common::config::Secret;
+use grove_common::config::{Network, Secret};
 
 sol! {
     interface IErc1271 {
@@ -54,9 +54,9 @@ pub struct ChainWallets {
 
 impl ChainWallets {
     /// No request is made until the first question.
-    pub fn new(rpc_url: &Secret) -> Result<Self, ChainError> {
+    pub fn new(rpc_url: &Secret, network: Network) -> Result<Self, ChainError> {
         Ok(Self {
-            rpc: Rpc::new(rpc_url)?,
+            rpc: Rpc::new(rpc_url, network)?,
         })
     }
 }
@@ -156,7 +156,7 @@ impl SelfSettler {
         &self,
         auth: &Authorization,
     ) -> Result<TransactionRequest, SettleOutcome> {
-        let usdc = || TransactionRequest::default().with_to(USDC);
+        let usdc = || TransactionRequest::default().with_to(self.rpc.usdc());
         let Some(deployment) = auth.deployment() else {
             return Ok(usdc().with_input(auth.calldata()));
         };
@@ -171,7 +171,7 @@ impl SelfSettler {
             return Ok(usdc().with_input(auth.calldata()));
         }
         let transfer = |allow_failure: bool| IMulticall3::Call3 {
-            target: USDC,
+            target: self.rpc.usdc(),
             allowFailure: allow_failure,
             callData: auth.calldata(),
         };

@@ -1,13 +1,27 @@
 //! Settling through an x402 facilitator: its answer classified into the three outcomes. A
 //! success must name a transaction, our network and our payer; anything less is unknown, and a
 //! pending answer is unknown too (the transfer may have been broadcast).
+//!
+//! "Nonce already used" on a first settle is no refusal by itself: a proxy that retried our POST,
+//! or a front-runner that submitted our very authorization, used it by paying us. The chain
+//! tells: our `Transfer` for that nonce is a settlement (the result is delivered), a cancellation
+//! or another use of the nonce is a refusal, and without a chain it is unknown (reconciled).
 
-use super::{FACILITATOR_UNAUTHORIZED, SentTransaction, SettleOutcome, Settler};
+use super::{
+    AuthorizationQuery, AuthorizationReader, AuthorizationState, FACILITATOR_UNAUTHORIZED,
+    SentTransaction, SettleOutcome, Settler,
+};
 use crate::x402::facilitator::{Facilitator, FacilitatorError, SettleRequest, SettleResponse};
-use alloy_primitives::Address;
+use alloy_primitives::{Address, U256};
 use async_trait::async_trait;
+use grove_common::clock::Clock;
+use grove_common::config::Network;
 use serde_json::Value;
 use std::sync::Arc;
+
+/// How long before the first settle a use of the authorization is looked for on chain: one
+/// older than the request would have been refused by local verification's own checks.
+const FIRST_SETTLE_LOOKBACK_S: u64 = 600;
 
 /// Reason codes (facilitators' vocabularies, section 2.3 of the x402 notes) that say the
 /// authorization's nonce was already used on chain: on a re-post of our own payload, that means
@@ -104,33 +118,107 @@ fn is_tx_hash(s: &str) -> bool {
 pub struct ViaFacilitator {
     pub facilitator: Arc<dyn Facilitator>,
     pub local: bool,
+    /// The configured network: a settlement on any other is not ours.
+    pub network: Network,
+    /// Reads the chain when the facilitator answers "nonce already used" (`BASE_RPC_URL`).
+    pub chain: Option<Arc<dyn AuthorizationReader>>,
+    /// Our wall clock, only to judge how fresh the RPC's head is.
+    pub clock: Arc<dyn Clock>,
 }
 
 #[async_trait]
 impl Settler for ViaFacilitator {
     async fn settle(&self, request: &SettleRequest) -> SettleOutcome {
-        let answer = self.facilitator.settle(request).await;
-        if self.local {
-            return match answer {
-                Ok(r) if r.success => SettleOutcome::Settled {
-                    transaction: String::new(),
-                    local: true,
-                },
-                other => classify(other, &expect_of(request)),
-            };
+        match self.ask(request).await {
+            SettleOutcome::Refused { reason } if means_nonce_used(&reason) => {
+                self.nonce_used_on_first_settle(request, reason).await
+            }
+            other => other,
         }
-        classify(answer, &expect_of(request))
+    }
+    /// Reconciliation asks the chain itself about a re-post's "nonce used" (`reconcile::decide`).
+    async fn settle_again(
+        &self,
+        request: &SettleRequest,
+        sent: Option<&SentTransaction>,
+    ) -> SettleOutcome {
+        let _ = sent;
+        self.ask(request).await
     }
     fn is_local(&self) -> bool {
         self.local
     }
 }
 
-fn expect_of(request: &SettleRequest) -> Expect<'static> {
+impl ViaFacilitator {
+    /// The facilitator's answer to one `/settle`, classified.
+    async fn ask(&self, request: &SettleRequest) -> SettleOutcome {
+        match self.facilitator.settle(request).await {
+            Ok(r) if self.local && r.success => SettleOutcome::Settled {
+                transaction: String::new(),
+                local: true,
+            },
+            other => classify(other, &expect_of(request, self.network)),
+        }
+    }
+
+    /// A first settle answered "nonce already used": settled only if the chain shows our
+    /// transfer for that nonce, refused if it shows a cancellation or another use, unknown else.
+    async fn nonce_used_on_first_settle(
+        &self,
+        request: &SettleRequest,
+        reason: String,
+    ) -> SettleOutcome {
+        let Some(chain) = &self.chain else {
+            tracing::warn!(%reason, "x402.settle nonce already used on a first settle; no BASE_RPC_URL to tell whose: unknown");
+            return SettleOutcome::unknown(format!("{reason} (no chain to tell whose use)"));
+        };
+        let asked_at = self.clock.wall_unix();
+        let Some(query) = query_of(
+            request,
+            asked_at.saturating_sub(FIRST_SETTLE_LOOKBACK_S),
+            asked_at,
+        ) else {
+            return SettleOutcome::unknown(format!("{reason} (authorization unreadable)"));
+        };
+        let state = chain.authorization(&query).await;
+        tracing::info!(%reason, ?state, "x402.settle nonce already used on a first settle; asked the chain");
+        match state {
+            Ok(AuthorizationState::Paid { transaction }) => SettleOutcome::Settled {
+                transaction,
+                local: false,
+            },
+            Ok(AuthorizationState::Void { reason }) => SettleOutcome::Refused { reason },
+            Ok(AuthorizationState::NotFinal { reason }) => SettleOutcome::unknown(reason),
+            Ok(AuthorizationState::Unused) => {
+                SettleOutcome::unknown(format!("{reason}, but unused on chain"))
+            }
+            Err(e) => SettleOutcome::unknown(e),
+        }
+    }
+}
+
+/// The chain question of a settle request's authorization.
+fn query_of(request: &SettleRequest, since: u64, asked_at: u64) -> Option<AuthorizationQuery> {
+    let auth = request.payment_payload.pointer("/payload/authorization")?;
+    let text = |k: &str| auth.get(k).and_then(Value::as_str);
+    let uint = |k: &str| text(k).and_then(|s| U256::from_str_radix(s, 10).ok());
+    Some(AuthorizationQuery {
+        authorizer: text("from")?.parse().ok()?,
+        nonce: text("nonce")?.parse().ok()?,
+        to: text("to")?.parse().ok()?,
+        value: uint("value")?,
+        since,
+        valid_before: u64::try_from(uint("validBefore")?).unwrap_or(u64::MAX),
+        asked_at,
+    })
+}
+
+fn expect_of(request: &SettleRequest, network: Network) -> Expect<'static> {
     let network = if request.x402_version == 1 {
-        grove_common::x402::NETWORK_V1
+        network.v1_name()
     } else {
-        grove_common::x402::NETWORK_V2
+        network.caip2()
     };
     let payer = request
         .payment_payload

@@ -133,7 +133,7 @@ pub fn row(args: &Args, c: Recorded) -> Row {
 
     let ends = &c.fault_ends;
     let recovery = match fault {
-        Fault::None | Fault::Facilitator => "–".to_owned(),
+        Fault::None | Fault::Facilitator | Fault::RpcLag(_) => "–".to_owned(),
         Fault::WorkerKills => {
             // A re-run call: from its first model request (before the kill) to its result.
             let worst = (0..args.calls)

@@ -41,7 +41,7 @@ pub async fn inject(
     let fault_at = t0 + args.spread / 3;
     let done = || *stopped.borrow();
     match fault {
-        Fault::None | Fault::Facilitator => {}
+        Fault::None | Fault::Facilitator | Fault::RpcLag(_) => {}
         Fault::WorkerKills => {
             // Kill one worker every 3 s (round robin: always the longest-lived one; or at random)
             // while calls arrive and a while after.

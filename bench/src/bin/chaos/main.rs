@@ -123,6 +123,9 @@ pub enum Fault {
         persist: bool,
     },
     Facilitator,
+    /// The facilitator's faults, with the chain endpoint (`BASE_RPC_URL`) this many seconds
+    /// behind the chain: unknown outcomes are decided only once it shows them (issue 25).
+    RpcLag(u64),
     ApiTerm,
     /// The model's address refuses connections for this many seconds.
     ModelDown(u64),
@@ -147,6 +150,10 @@ const SCENARIOS: &[(&str, Fault)] = &[
     (
         "facilitator 20 % 5xx after settling, 5 % late",
         Fault::Facilitator,
+    ),
+    (
+        "RPC lagging 30 s, facilitator 20 % 5xx after settling, 5 % late",
+        Fault::RpcLag(30),
     ),
     ("api SIGTERM + restart", Fault::ApiTerm),
     ("model down for 30 s under load", Fault::ModelDown(30)),

@@ -65,7 +65,10 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
         grove_tests::Switchable::serve(Router::new().fallback(forward).with_state(proxy)).await,
     );
     let model_url = model_server.url();
-    if let Fault::Facilitator = fault {
+    if let Fault::RpcLag(secs) = fault {
+        facilitator.lag_rpc(secs);
+    }
+    if let Fault::Facilitator | Fault::RpcLag(_) = fault {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for _ in 0..(args.calls + args.reviews) * 6 {
             facilitator.script_next(match rng.percent() {
@@ -80,9 +83,13 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
     let base = format!("http://127.0.0.1:{api_port}");
     let env: Vec<(String, String)> = [
         ("BIND_ADDR", format!("127.0.0.1:{api_port}")),
+        // Whatever else runs on this machine: the admin listener on a port of its own.
+        ("ADMIN_ADDR", "127.0.0.1:0".into()),
         ("PUBLIC_BASE_URL", BASE_URL.into()),
         ("X402_PAY_TO", PAY_TO.into()),
         ("X402_FACILITATOR_URL", facilitator.url().into()),
+        // The fake's chain, read as production reads Base (`FakeFacilitator::rpc_url`).
+        ("BASE_RPC_URL", facilitator.rpc_url()),
         (
             "X402_FACILITATOR_TIMEOUT_S",
             FACILITATOR_TIMEOUT_S.to_string(),

@@ -1,5 +1,6 @@
 //! sea-orm entities, one module per table. The schema itself is owned by the `migrations` crate.
 
+pub mod admin_audit;
 pub mod call;
 pub mod consent;
 pub mod idempotency;

@@ -17,8 +17,9 @@ pub struct Model {
     pub network: String,
     pub x402_version: i32,
     /// `reserved`, `settled`, `unsettled` (development: verified locally only), `refused`,
-    /// `released` (nothing processed; the authorization may be offered again) or `unknown` (being
-    /// reconciled); see `db::payments::status`.
+    /// `released` (nothing processed; the authorization may be offered again), `unknown` (being
+    /// reconciled) or `reorged` (settled, then its transfer left the chain); see
+    /// `db::payments::status`.
     pub status: String,
     pub transaction: Option<String>,
     pub error: Option<String>,
@@ -35,6 +36,8 @@ pub struct Model {
     pub sent_tx: Option<String>,
     /// That transaction's signed bytes (0x-hex) when we sent it ourselves.
     pub sent_tx_raw: Option<String>,
+    /// When a settled payment's transfer was seen at the `safe` block: the reorg watch stops.
+    pub final_at: Option<DateTimeUtc>,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
 }

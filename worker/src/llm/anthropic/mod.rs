@@ -4,6 +4,7 @@
 
 mod answer;
 
+use super::limits::Limits;
 use super::structured;
 use super::transport::{self, with_retries};
 use super::{LlmError, LlmProvider, LlmRequest, LlmResponse, RetryPolicy, Usage};
@@ -34,6 +35,8 @@ pub struct AnthropicProvider {
     url: String,
     /// Built once; the key inside is marked sensitive so no header dump can print it.
     headers: HeaderMap,
+    /// The provider's concurrency cap, token budget and rate-limit pauses (`limits`).
+    limits: Limits,
     model: String,
     retry: RetryPolicy,
     temperature: Option<f32>,
@@ -66,6 +69,7 @@ impl AnthropicProvider {
             client: transport::client(retry.request_timeout)?,
             url,
             headers,
+            limits: Limits::new(config.max_concurrency, config.tokens_per_min),
             model: config.model.clone(),
             retry,
             temperature: config.temperature,
@@ -113,15 +117,29 @@ impl AnthropicProvider {
         body
     }
 
+    /// Where each attempt goes, with this provider's limits.
+    fn target(&self) -> transport::Target<'_> {
+        transport::Target {
+            client: &self.client,
+            url: &self.url,
+            headers: &self.headers,
+            limits: &self.limits,
+        }
+    }
+
     async fn attempt(
         &self,
         body: &Value,
         mode: Mode,
         timeout: Duration,
     ) -> Result<(Value, Usage), Failure<LlmError>> {
-        let raw =
-            transport::post_json(&self.client, &self.url, self.headers.clone(), body, timeout)
-                .await?;
+        let raw = transport::post_json(
+            &self.target(),
+            body,
+            body["max_tokens"].as_u64().unwrap_or(0),
+            timeout,
+        )
+        .await?;
         read_answer(&raw, mode).map_err(Failure::Final)
     }
 
@@ -190,7 +208,7 @@ impl LlmProvider for AnthropicProvider {
             "max_tokens": super::probe::PROBE_MAX_TOKENS,
             "messages": [{"role": "user", "content": super::probe::PROBE_PROMPT}],
         });
-        super::probe::attempt(&self.client, &self.url, self.headers.clone(), &body).await
+        super::probe::attempt(&self.target(), &body).await
     }
 }
 

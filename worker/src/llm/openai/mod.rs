@@ -5,6 +5,7 @@
 
 mod answer;
 
+use super::limits::Limits;
 use super::structured::{self, Ladder};
 use super::transport::{self, with_retries};
 use super::{LlmError, LlmProvider, LlmRequest, LlmResponse, RetryPolicy, Usage};
@@ -20,6 +21,8 @@ pub struct OpenAiProvider {
     url: String,
     /// Built once; the key inside is marked sensitive so no header dump can print it.
     headers: HeaderMap,
+    /// The provider's concurrency cap, token budget and rate-limit pauses (`limits`).
+    limits: Limits,
     model: String,
     retry: RetryPolicy,
     /// `max_tokens` or `max_completion_tokens`: exactly one is sent.
@@ -56,6 +59,7 @@ impl OpenAiProvider {
             client: transport::client(retry.request_timeout)?,
             url,
             headers,
+            limits: Limits::new(config.max_concurrency, config.tokens_per_min),
             model: config.model.clone(),
             retry,
             max_tokens_field,
@@ -109,14 +113,28 @@ impl OpenAiProvider {
         }
     }
 
+    /// Where each attempt goes, with this provider's limits.
+    fn target(&self) -> transport::Target<'_> {
+        transport::Target {
+            client: &self.client,
+            url: &self.url,
+            headers: &self.headers,
+            limits: &self.limits,
+        }
+    }
+
     async fn attempt(
         &self,
         body: &Body<'_>,
         timeout: Duration,
     ) -> Result<(Value, Usage), Failure<LlmError>> {
-        let raw =
-            transport::post_json(&self.client, &self.url, self.headers.clone(), body, timeout)
-                .await?;
+        let raw = transport::post_json(
+            &self.target(),
+            body,
+            u64::from(body.max_tokens.or(body.max_completion_tokens).unwrap_or(0)),
+            timeout,
+        )
+        .await?;
         answer::read_answer(&raw).map_err(Failure::Final)
     }
 }
@@ -235,7 +253,7 @@ impl LlmProvider for OpenAiProvider {
             MaxTokens::MaxCompletion => "max_completion_tokens",
         };
         body[field] = super::probe::PROBE_MAX_TOKENS.into();
-        super::probe::attempt(&self.client, &self.url, self.headers.clone(), &body).await
+        super::probe::attempt(&self.target(), &body).await
     }
 }
 

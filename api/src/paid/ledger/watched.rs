@@ -1,0 +1,98 @@
+//! The reorg watch's writes on a settled payment (`paid::reconcile::reorgs`): final, re-included,
+//! or gone. Each write holds only if the payment is still as the watch read it.
+
+use crate::x402::settle::TransferStanding;
+use chrono::{DateTime, Utc};
+use grove_common::db::{entities::payment, payments::status as pay_status};
+use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, sea_query::Expr};
+
+/// What the write did, for logs and metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Watched {
+    /// Final at the `safe` block: the watch is over.
+    Final,
+    /// Not final yet; looked at again at `next`.
+    Waiting,
+    /// A settled payment's transfer left the chain: now `reorged`.
+    Reorged,
+    /// A `reorged` payment's transfer is back on chain: `settled` again.
+    Restored,
+    /// Someone else changed the row first.
+    Lost,
+}
+
+/// Writes what the watch saw of `p`'s transfer. `next`: when to look again if it is not final.
+pub async fn record_standing(
+    db: &DatabaseConnection,
+    p: &payment::Model,
+    standing: &TransferStanding,
+    now: DateTime<Utc>,
+    next: DateTime<Utc>,
+) -> Result<Watched, DbErr> {
+    let was_reorged = p.status == pay_status::REORGED;
+    // `updated_at` moves only with the status or the transaction: the watch reads it as the
+    // time the transfer was reported, which a look that changes nothing must not move.
+    let mut update = payment::Entity::update_many()
+        .filter(payment::Column::Id.eq(p.id))
+        .filter(payment::Column::Status.eq(p.status.as_str()))
+        .filter(payment::Column::FinalAt.is_null());
+    let restore = |u: sea_orm::UpdateMany<payment::Entity>| {
+        u.col_expr(payment::Column::Status, Expr::value(pay_status::SETTLED))
+            .col_expr(payment::Column::Error, Expr::value(Option::<String>::None))
+            .col_expr(payment::Column::UpdatedAt, Expr::value(now))
+    };
+    let watched = match standing {
+        TransferStanding::Final => {
+            update = update
+                .col_expr(payment::Column::UpdatedAt, Expr::value(now))
+                .col_expr(payment::Column::FinalAt, Expr::value(Some(now)))
+                .col_expr(
+                    payment::Column::NextCheckAt,
+                    Expr::value(Option::<DateTime<Utc>>::None),
+                );
+            if was_reorged {
+                update = restore(update);
+                Watched::Restored
+            } else {
+                Watched::Final
+            }
+        }
+        // A reorged transfer is restored once final (or seen under another hash), not on a
+        // view that merely cannot tell yet.
+        TransferStanding::NotFinal => {
+            update = update.col_expr(payment::Column::NextCheckAt, Expr::value(Some(next)));
+            Watched::Waiting
+        }
+        TransferStanding::Moved { transaction } => {
+            update = restore(update)
+                .col_expr(
+                    payment::Column::Transaction,
+                    Expr::value(Some(transaction.clone())),
+                )
+                .col_expr(payment::Column::NextCheckAt, Expr::value(Some(next)));
+            if was_reorged {
+                Watched::Restored
+            } else {
+                Watched::Waiting
+            }
+        }
+        // Still gone: already surfaced once.
+        TransferStanding::Gone { .. } if was_reorged => {
+            update = update.col_expr(payment::Column::NextCheckAt, Expr::value(Some(next)));
+            Watched::Waiting
+        }
+        TransferStanding::Gone { reason } => {
+            update = update
+                .col_expr(payment::Column::UpdatedAt, Expr::value(now))
+                .col_expr(payment::Column::Status, Expr::value(pay_status::REORGED))
+                .col_expr(payment::Column::Error, Expr::value(Some(reason.clone())))
+                .col_expr(payment::Column::NextCheckAt, Expr::value(Some(next)));
+            Watched::Reorged
+        }
+    };
+    Ok(if update.exec(db).await?.rows_affected == 1 {
+        watched
+    } else {
+        Watched::Lost
+    })
+}

@@ -1,0 +1,113 @@
+//! The workers' coaching load in Redis (issue 31), for admission before payment in api processes.
+//!
+//! Each worker writes its meter every `REPORT_EVERY` into one hash, `{namespace}:load`, under
+//! its own field: `<unix ms> <capacity> <running> <served> <service ms>`. A reader sums the
+//! fresh fields (a worker that stopped reporting for `STALE_AFTER` is gone: its field is dropped)
+//! and takes the backlog from the coaching queue itself (ready plus held, `stats`), which counts
+//! jobs no worker has taken yet.
+
+use super::{JobQueue, QueueError};
+use crate::load::{Load, Meter};
+use redis::AsyncCommands;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How often a worker reports (and how stale an api's view may be, with its own pushes since
+/// counted on top).
+pub const REPORT_EVERY: Duration = Duration::from_secs(1);
+/// A worker silent this long has stopped: its capacity no longer counts.
+const STALE_AFTER: Duration = Duration::from_secs(5);
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A report's fields after the time: capacity, running, served, service ms.
+fn parse(report: &str) -> Option<(u64, Load)> {
+    let mut f = report.split(' ').map(str::parse::<u64>);
+    let at = f.next()?.ok()?;
+    let mut next = || f.next()?.ok();
+    let (capacity, backlog, served, service_ms) = (next()?, next()?, next()?, next()?);
+    Some((
+        at,
+        Load {
+            backlog,
+            capacity,
+            served,
+            service_ms,
+        },
+    ))
+}
+
+impl JobQueue {
+    /// Writes this worker's meter under `worker` (Redis only; nothing in memory mode, where the
+    /// api reads the meter itself).
+    pub async fn report_load(&self, worker: &str, meter: &Meter) -> Result<(), QueueError> {
+        let (Some(conn), Some(key)) = (&self.conn, &self.load_key) else {
+            return Ok(());
+        };
+        let l = meter.load();
+        let report = format!(
+            "{} {} {} {} {}",
+            now_ms(),
+            l.capacity,
+            l.backlog,
+            l.served,
+            l.service_ms
+        );
+        let _: i64 = conn.clone().hset(key, worker, report).await?;
+        Ok(())
+    }
+
+    /// Takes this worker's report away (it stops).
+    pub async fn withdraw_load(&self, worker: &str) -> Result<(), QueueError> {
+        let (Some(conn), Some(key)) = (&self.conn, &self.load_key) else {
+            return Ok(());
+        };
+        let _: i64 = conn.clone().hdel(key, worker).await?;
+        Ok(())
+    }
+
+    /// The workers' load as Redis holds it: capacity and runs summed over the workers that
+    /// reported lately, backlog from the coaching queue. None in memory mode.
+    pub async fn shared_load(&self) -> Result<Option<Load>, QueueError> {
+        let (Some(conn), Some(key)) = (&self.conn, &self.load_key) else {
+            return Ok(None);
+        };
+        let reports: Vec<(String, String)> = conn.clone().hgetall(key).await?;
+        let fresh_from = now_ms().saturating_sub(STALE_AFTER.as_millis() as u64);
+        let mut load = Load::default();
+        let mut stale = Vec::new();
+        for (worker, report) in reports {
+            match parse(&report) {
+                Some((at, l)) if at >= fresh_from => load.add(&l),
+                _ => stale.push(worker),
+            }
+        }
+        if !stale.is_empty() {
+            let _: i64 = conn.clone().hdel(key, stale).await?;
+        }
+        let coaching = self.stats().await?.into_iter().flatten();
+        load.backlog = coaching
+            .filter(|s| s.queue == "coaching")
+            .map(|s| s.backlog())
+            .sum();
+        Ok(Some(load))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_reads_back_and_a_malformed_one_is_dropped() {
+        let (at, l) = parse("1700000000000 64 10 30 300000").expect("report");
+        assert_eq!(at, 1_700_000_000_000);
+        assert_eq!((l.capacity, l.backlog, l.served), (64, 10, 30));
+        assert_eq!(l.service_time(), Some(Duration::from_secs(10)));
+        assert_eq!(parse("1700000000000 64 ten"), None);
+        assert_eq!(parse(""), None);
+    }
+}
