@@ -105,6 +105,7 @@ async fn embedded(foundation: &Foundation) -> Result<BackEnd, StartError> {
         sweeps: Arc::default(),
         liveness: Arc::clone(&liveness),
         gates: gates.clone(),
+        metrics: Arc::clone(foundation.metrics()),
     };
     let sweeps = Arc::clone(&parts.sweeps);
     let deps = grove_worker::deps(config, parts)?;

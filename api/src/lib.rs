@@ -6,6 +6,7 @@ mod app;
 pub mod doctor;
 mod error;
 mod extract;
+mod http_metrics;
 mod limits;
 mod mcp;
 mod metrics;

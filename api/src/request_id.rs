@@ -1,7 +1,14 @@
 //! A request id for every request: taken from `x-request-id` when the caller sends a sane one,
 //! generated otherwise, echoed in the response, put on the tracing span and into error bodies.
+//! The request's span is the root of its trace, or a child of the caller's `traceparent`.
 
-use axum::{extract::Request, http::HeaderValue, middleware::Next, response::Response};
+use axum::{
+    extract::{MatchedPath, Request},
+    http::HeaderValue,
+    middleware::Next,
+    response::Response,
+};
+use grove_common::telemetry;
 use tracing::Instrument;
 
 pub const HEADER: &str = "x-request-id";
@@ -40,17 +47,40 @@ pub async fn middleware(mut request: Request, next: Next) -> Response {
         .filter(|v| acceptable(v))
         .map(str::to_owned)
         .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+    // OpenTelemetry's HTTP server conventions: the route is the matched template, the span is
+    // named after it, and a 5xx marks the span as failed.
+    let method = request.method().as_str().to_owned();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned());
     let span = tracing::info_span!(
         "http.request",
+        otel.name = %route.as_ref().map_or_else(|| method.clone(), |r| format!("{method} {r}")),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
         request_id = %id,
-        method = %request.method(),
-        path = %request.uri().path(),
+        http.request.method = %method,
+        http.route = route.as_deref(),
+        url.path = %request.uri().path(),
+        http.response.status_code = tracing::field::Empty,
     );
+    // A caller's W3C trace context: this request joins its trace (a malformed one is ignored).
+    let parent = request
+        .headers()
+        .get(telemetry::TRACEPARENT)
+        .and_then(|v| v.to_str().ok());
+    telemetry::continue_trace(&span, parent);
     request.extensions_mut().insert(RequestId(id.clone()));
     let mut response = REQUEST_ID
         .scope(id.clone(), next.run(request).instrument(span.clone()))
         .await;
-    span.in_scope(|| tracing::debug!(status = response.status().as_u16(), "response"));
+    let status = response.status().as_u16();
+    span.record("http.response.status_code", status);
+    if response.status().is_server_error() {
+        span.record("otel.status_code", "ERROR");
+    }
+    span.in_scope(|| tracing::debug!(status, "response"));
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(HEADER, value);
     }

@@ -48,6 +48,10 @@ pub struct CoachingJob {
     pub call_id: Uuid,
     /// Carried so that traces join across the API and worker processes.
     pub request_id: String,
+    /// The W3C `traceparent` of the span that pushed the job, which the worker continues:
+    /// one trace per paid call. Absent in jobs queued before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
     /// The run the embedded api already started in the transaction that recorded the call's
     /// settlement (`calls::start_settled`). It only travels through the in-process queue: it is
     /// never serialized, so a job read from Redis starts its run itself.
@@ -56,11 +60,12 @@ pub struct CoachingJob {
 }
 
 impl CoachingJob {
-    /// A job whose worker starts the run itself.
+    /// A job whose worker starts the run itself, in the trace of the current span.
     pub fn new(call_id: Uuid, request_id: String) -> Self {
         Self {
             call_id,
             request_id,
+            trace: crate::telemetry::traceparent(),
             started: None,
         }
     }
@@ -92,6 +97,21 @@ pub struct ReviewJob {
     pub review_id: String,
     pub step: ReviewStep,
     pub request_id: String,
+    /// As `CoachingJob::trace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+}
+
+impl ReviewJob {
+    /// A job in the trace of the current span.
+    pub fn new(review_id: String, step: ReviewStep, request_id: String) -> Self {
+        Self {
+            review_id,
+            step,
+            request_id,
+            trace: crate::telemetry::traceparent(),
+        }
+    }
 }
 
 /// A job of either kind, as the api pushes it once a payment settled.
@@ -136,5 +156,29 @@ impl SweepStats {
     /// Unix seconds of the last completed pass, as the sweeper's clock read it (0: none yet).
     pub fn last_pass_at(&self) -> i64 {
         self.last_pass_at.load(Acquire)
+    }
+}
+
+#[cfg(test)]
+mod trace_field {
+    use super::*;
+
+    #[test]
+    fn jobs_queued_before_the_trace_field_still_parse_and_new_ones_carry_it() {
+        let old = r#"{"call_id":"0192f0c1-7b7e-7000-8000-000000000001","request_id":"r1"}"#;
+        let job: CoachingJob = serde_json::from_str(old).expect("an old coaching job parses");
+        assert_eq!(job.trace, None);
+        let old = r#"{"review_id":"rr_1","step":"send","request_id":"r1"}"#;
+        let job: ReviewJob = serde_json::from_str(old).expect("an old review job parses");
+        assert_eq!(job.trace, None);
+
+        let traced = ReviewJob {
+            trace: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
+            ..job
+        };
+        let json = serde_json::to_value(&traced).expect("serializes");
+        assert_eq!(json["trace"], traced.trace.as_deref().unwrap_or_default());
+        let back: ReviewJob = serde_json::from_value(json).expect("parses");
+        assert_eq!(back, traced);
     }
 }

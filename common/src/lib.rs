@@ -13,6 +13,7 @@ pub mod health;
 pub mod http_client;
 pub mod jobs;
 pub mod load;
+pub mod metrics;
 pub mod modes;
 pub mod money;
 pub mod queue;

@@ -10,6 +10,7 @@ pub mod facilitator;
 pub mod lagging_rpc;
 pub mod llm;
 pub mod mcp;
+pub mod otlp;
 pub mod paid;
 pub mod private_pg;
 pub mod queue_rig;

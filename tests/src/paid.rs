@@ -210,6 +210,7 @@ pub async fn spawn_redis_worker(
         sweeps: Arc::default(),
         liveness,
         gates,
+        metrics: Arc::default(),
     };
     let deps = grove_worker::deps(&config, parts).expect("deps");
     let (ns, sweep) = (config.queue_namespace.clone(), config.sweep_interval);

@@ -441,6 +441,7 @@ async fn the_api_stays_ready_without_workers_and_its_gauges_tell_ready_delayed_a
         review_id: "rr_later".into(),
         step: grove_common::jobs::ReviewStep::FollowUp,
         request_id: "req-later".into(),
+        trace: None,
     };
     queue
         .push_review(follow_up, Some(Duration::from_secs(3600)))

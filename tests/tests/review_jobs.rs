@@ -116,6 +116,7 @@ fn send_job(rig: &Rig) -> ReviewJob {
         review_id: rig.review_id.clone(),
         step: ReviewStep::Send,
         request_id: "req-test".into(),
+        trace: None,
     }
 }
 

@@ -94,6 +94,7 @@ impl Rig {
             review_id: self.review_id.clone(),
             step: ReviewStep::Send,
             request_id: "req-test".into(),
+            trace: None,
         };
         handle(&self.deps, &job).await.expect("the job runs");
     }

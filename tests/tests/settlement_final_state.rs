@@ -289,7 +289,7 @@ async fn a_reorg_that_drops_a_delivered_calls_transfer_is_surfaced() {
         "{:?}",
         p.error
     );
-    let metrics = rig.app.get("/metrics").await.text().await.expect("text");
+    let metrics = rig.app.metrics().await;
     assert!(
         metrics.contains("grove_settlements_total{result=\"reorged\"} 1"),
         "{metrics}"

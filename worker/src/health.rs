@@ -2,7 +2,7 @@
 //! `/readyz` (every queue consumer is taking jobs; 503 with each consumer's state otherwise;
 //! the providers' health gates as this process reads them, which never make it unready: an
 //! open gate is what it probes) and `/metrics` (Prometheus: consumer up, restarts, jobs
-//! running, gates open).
+//! running, gates open, and the model calls, SMS sends and process figures of this process).
 
 use crate::runtime::InFlight;
 use axum::{
@@ -15,17 +15,17 @@ use axum::{
 use grove_common::{
     consumers::{Consumers, State as ConsumerState},
     health::Gates,
+    metrics::{CONTENT_TYPE, Metrics, catalog as m},
 };
 use serde_json::json;
-use std::{fmt::Write, net::SocketAddr, sync::Arc};
+use std::{net::SocketAddr, sync::Arc};
 use tokio::net::TcpListener;
 
 /// Binds `addr` and serves until `shutdown` resolves. Returns the bound address (port 0 picks
 /// one).
 pub async fn serve(
     addr: SocketAddr,
-    consumers: Arc<Consumers>,
-    gates: Gates,
+    watched: Watched,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr).await?;
@@ -34,7 +34,7 @@ pub async fn serve(
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics))
-        .with_state(Watched { consumers, gates });
+        .with_state(watched);
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
@@ -49,12 +49,18 @@ pub async fn serve(
 
 /// What the endpoint reports on.
 #[derive(Clone)]
-struct Watched {
-    consumers: Arc<Consumers>,
-    gates: Gates,
+pub struct Watched {
+    pub consumers: Arc<Consumers>,
+    pub gates: Gates,
+    /// The process's registry: the model and SMS series its jobs record, and the ones set here.
+    pub metrics: Arc<Metrics>,
 }
 
-async fn ready(State(Watched { consumers, gates }): State<Watched>) -> impl IntoResponse {
+async fn ready(
+    State(Watched {
+        consumers, gates, ..
+    }): State<Watched>,
+) -> impl IntoResponse {
     let ok = consumers.ready();
     let body = json!({
         "status": if ok { "ready" } else { "not_ready" },
@@ -70,44 +76,22 @@ async fn ready(State(Watched { consumers, gates }): State<Watched>) -> impl Into
     (code, Json(body))
 }
 
-async fn metrics(State(Watched { consumers, gates }): State<Watched>) -> impl IntoResponse {
-    let mut out = String::new();
-    let all = consumers.snapshot();
-    out.push_str("# HELP grove_worker_consumer_up 1 while a queue consumer is taking jobs.\n");
-    out.push_str("# TYPE grove_worker_consumer_up gauge\n");
-    for c in &all {
-        let up = u8::from(c.state == ConsumerState::Running);
-        let _ = writeln!(
-            out,
-            "grove_worker_consumer_up{{consumer=\"{}\"}} {up}",
-            c.name
-        );
+async fn metrics(State(w): State<Watched>) -> impl IntoResponse {
+    let r = &w.metrics;
+    for c in w.consumers.snapshot() {
+        let consumer = [("consumer", c.name.as_str())];
+        let up = if c.state == ConsumerState::Running {
+            1.0
+        } else {
+            0.0
+        };
+        r.gauge(m::WORKER_CONSUMER_UP, &consumer, up);
+        r.count_total(m::WORKER_CONSUMER_RESTARTS, &consumer, c.restarts);
     }
-    out.push_str(
-        "# HELP grove_worker_consumer_restarts_total Consumers rebuilt after a queue error.\n",
-    );
-    out.push_str("# TYPE grove_worker_consumer_restarts_total counter\n");
-    for c in &all {
-        let _ = writeln!(
-            out,
-            "grove_worker_consumer_restarts_total{{consumer=\"{}\"}} {}",
-            c.name, c.restarts
-        );
+    r.gauge(m::WORKER_JOBS_RUNNING, &[], InFlight::count() as f64);
+    for g in w.gates.all() {
+        let open = if g.admits() { 0.0 } else { 1.0 };
+        r.gauge(m::GATE_OPEN, &[("provider", g.provider.as_str())], open);
     }
-    out.push_str("# HELP grove_worker_jobs_running Jobs running in this process.\n");
-    out.push_str("# TYPE grove_worker_jobs_running gauge\n");
-    let _ = writeln!(out, "grove_worker_jobs_running {}", InFlight::count());
-    out.push_str(
-        "# HELP grove_provider_gate_open 1 while a provider's health gate is open (or half-open).\n",
-    );
-    out.push_str("# TYPE grove_provider_gate_open gauge\n");
-    for g in gates.all() {
-        let _ = writeln!(
-            out,
-            "grove_provider_gate_open{{provider=\"{}\"}} {}",
-            g.provider,
-            u8::from(!g.admits())
-        );
-    }
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out)
+    ([(header::CONTENT_TYPE, CONTENT_TYPE)], r.render())
 }

@@ -66,8 +66,16 @@ const WAIT_FOR_LIVE_RUN: Duration = Duration::from_secs(300);
 const LIVE_RUN_POLL: Duration = Duration::from_millis(250);
 
 pub async fn coaching_job(job: CoachingJob, deps: Data<Arc<Deps>>) -> Result<(), JobError> {
-    let span =
-        tracing::info_span!("job.coaching", call_id = %job.call_id, request_id = %job.request_id);
+    let span = tracing::info_span!(
+        "job.coaching",
+        otel.kind = "consumer",
+        call_id = %job.call_id,
+        request_id = %job.request_id,
+        messaging.system = "redis",
+        messaging.operation.type = "process",
+    );
+    // The paid call's trace, continued from the api that pushed the job.
+    grove_common::telemetry::continue_trace(&span, job.trace.as_deref());
     let deps: Arc<Deps> = Arc::clone(&deps);
     let _slot = deps.load.enter();
     detached(run_coaching(job, deps).instrument(span)).await

@@ -69,6 +69,8 @@ pub struct Parts {
     /// The providers' health gates (`Gates::start` with `ProviderId::configured`): the jobs
     /// report outcomes to them, and this process probes the open ones.
     pub gates: Gates,
+    /// This process's metrics (shared with the api in the embedded mode): model and SMS series.
+    pub metrics: Arc<grove_common::metrics::Metrics>,
 }
 
 /// Builds the worker's dependencies: the model engine and SMS provider from configuration.
@@ -82,11 +84,15 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
         sweeps,
         liveness,
         gates,
+        metrics,
     } = parts;
     let engine = match (&config.llm, ProviderId::of_model(config)) {
         (Some(llm_config), Some(gate)) => {
             llm_config.require_key()?;
-            let provider = llm::from_config(llm_config, llm::RetryPolicy::LLM)?;
+            let provider: Arc<dyn llm::LlmProvider> = Arc::new(llm::Metered::new(
+                llm::from_config(llm_config, llm::RetryPolicy::LLM)?,
+                Arc::clone(&metrics),
+            ));
             gates.watch(
                 gate.clone(),
                 Arc::new(llm::probe::LlmProbe(Arc::clone(&provider))),
@@ -97,7 +103,8 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
         }
         _ => None,
     };
-    let mut sms = sms::from_config(config)?;
+    let mut sms: Arc<dyn sms::SmsProvider> =
+        Arc::new(sms::Metered::new(sms::from_config(config)?, metrics));
     if let Some(gate) = ProviderId::of_sms(config) {
         gates.watch(gate.clone(), Arc::new(sms::SmsProbe(Arc::clone(&sms))));
         sms = Arc::new(sms::Watched::new(sms, gates, gate));
@@ -155,7 +162,9 @@ pub async fn run(
         sweeps: Arc::default(),
         liveness,
         gates: gates.clone(),
+        metrics: Arc::default(),
     };
+    let metrics = Arc::clone(&parts.metrics);
     let deps = deps(config, parts)?;
     let options = runtime::RedisOptions {
         recovery_limit: settings.recovery_limit,
@@ -165,7 +174,12 @@ pub async fn run(
     };
     let (stop_health, health_stopped) = tokio::sync::oneshot::channel::<()>();
     if let Some(addr) = settings.health_addr {
-        health::serve(addr, Arc::clone(&options.consumers), gates, async move {
+        let watched = health::Watched {
+            consumers: Arc::clone(&options.consumers),
+            gates,
+            metrics,
+        };
+        health::serve(addr, watched, async move {
             let _ = health_stopped.await;
         })
         .await

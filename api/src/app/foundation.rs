@@ -10,6 +10,7 @@ use grove_common::{
     db::{self, liveness::Liveness},
     health::Gates,
     jobs::SweepStats,
+    metrics::Metrics,
     queue::JobQueue,
     sandbox,
     schema::SchemaRegistry,
@@ -31,6 +32,8 @@ pub struct Foundation {
     pub(super) schemas: Arc<SchemaRegistry>,
     pub(super) published: Published,
     pub(super) clock: Arc<dyn Clock>,
+    /// This process's metrics: the api's series and, with the embedded worker, its own.
+    pub(super) metrics: Arc<Metrics>,
     /// Set when the server stops; dropped (which stops the listeners too) if it never starts.
     pub(super) stop: watch::Sender<bool>,
 }
@@ -64,6 +67,7 @@ impl Foundation {
             schemas,
             published,
             clock,
+            metrics: Arc::default(),
             stop,
         })
     }
@@ -82,6 +86,11 @@ impl Foundation {
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
+    }
+
+    /// The registry an embedded worker records its model and SMS series in.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// Turns true when the server stops (and closes if it is never built): what a worker

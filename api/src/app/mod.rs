@@ -96,6 +96,7 @@ impl Application {
             schemas,
             published,
             clock,
+            metrics,
             stop,
         } = foundation;
         let facilitator: Arc<dyn Facilitator> = match &config.facilitator_url {
@@ -151,7 +152,7 @@ impl Application {
             chain,
             wallets,
             reconcile: Default::default(),
-            metrics: Default::default(),
+            metrics: crate::metrics::Metrics::new(metrics),
             limits,
             clock,
             sweeps,
@@ -181,13 +182,18 @@ impl Application {
         });
         let router = routes::router(state.clone())
             .layer(axum::middleware::from_fn_with_state(
-                state,
+                state.clone(),
                 crate::rate_limit::middleware,
             ))
             .layer(cors)
             .layer(CatchPanicLayer::custom(|_| {
                 ApiError::internal("handler panicked").into_response()
             }))
+            // Outside the rate limits and the panic catcher, so their 429s and 500s count too.
+            .layer(axum::middleware::from_fn_with_state(
+                state.metrics.clone(),
+                crate::http_metrics::middleware,
+            ))
             .layer(axum::middleware::from_fn(request_id::middleware));
         Ok(Self {
             listener,
@@ -330,6 +336,9 @@ fn cors(sandbox_header: &str) -> CorsLayer {
         "idempotency-key",
         sandbox_header,
         request_id::HEADER,
+        // W3C trace context: a caller's trace continues here.
+        grove_common::telemetry::TRACEPARENT,
+        "tracestate",
         // MCP's streamable HTTP transport (`/mcp`).
         "mcp-protocol-version",
         "mcp-method",

@@ -31,6 +31,7 @@ use crate::{
 };
 use grove_common::db::{calls::Runner, entities::call};
 use tokio::time::Instant;
+use tracing::Instrument;
 use uuid::Uuid;
 
 /// Seconds a client waits before retrying when the chain could not check its wallet's signature.
@@ -182,7 +183,12 @@ async fn reserve(
         valid_before: i64::try_from(payment.valid_before).unwrap_or(i64::MAX),
     };
     let (window_start, now) = (state.clock.now(), state.clock.wall());
-    Ok(ledger::claim(&state.db, scope, call, pay, window_start, now).await?)
+    let span = grove_common::telemetry::db_span(&state.db, "INSERT", "calls");
+    Ok(
+        ledger::claim(&state.db, scope, call, pay, window_start, now)
+            .instrument(span)
+            .await?,
+    )
 }
 
 /// An authorization that already paid for another request: the 402 its settlement was refused
@@ -220,7 +226,17 @@ async fn settle_and_wait(
     }
     // Registered before the job is pushed, so a worker that finishes at once still wakes us.
     let waiter = state.completions.waiter(call.id);
-    let outcome = state.settler.settle(settle_request).await;
+    let span = tracing::info_span!(
+        "payment.settle",
+        otel.kind = "client",
+        payment.outcome = tracing::field::Empty,
+    );
+    let outcome = state
+        .settler
+        .settle(settle_request)
+        .instrument(span.clone())
+        .await;
+    span.record("payment.outcome", outcome.label());
     state.metrics.settlement(outcome.label());
     // With the worker in this process, a settled coaching call's run starts in the outcome's
     // own transaction (issue 12: one write transaction fewer per paid call).
@@ -232,8 +248,11 @@ async fn settle_and_wait(
         _ => None,
     };
     let now = state.clock.wall();
+    let span = grove_common::telemetry::db_span(&state.db, "UPDATE", "payments");
     let Recorded { moved, started } =
-        ledger::record_outcome_starting(&state.db, call.id, &outcome, now, runner).await?;
+        ledger::record_outcome_starting(&state.db, call.id, &outcome, now, runner)
+            .instrument(span)
+            .await?;
     let mut transaction = None;
     let mut pushed = false;
     match &outcome {

@@ -119,10 +119,10 @@ impl Product for ReviewPurchase {
     async fn after_settled(&self, state: &AppState, call: &call::Model) -> Result<Job, DbErr> {
         let now = state.clock.now();
         let request = plan::create(&state.db, call.id, &call.payer, &self.body, now).await?;
-        Ok(Job::Review(ReviewJob {
-            review_id: request.id,
-            step: ReviewStep::Send,
-            request_id: crate::request_id::current(),
-        }))
+        Ok(Job::Review(ReviewJob::new(
+            request.id,
+            ReviewStep::Send,
+            crate::request_id::current(),
+        )))
     }
 }

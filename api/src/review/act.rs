@@ -13,11 +13,7 @@ pub async fn act(state: &AppState, review_id: &str, effects: &Effects) -> Result
     if let Some((step, at)) = effects.schedule {
         // The fast path: a delayed job (Redis); the sweeper catches it otherwise.
         let delay = (at - state.clock.now()).to_std().unwrap_or_default();
-        let job = ReviewJob {
-            review_id: review_id.to_owned(),
-            step,
-            request_id: crate::request_id::current(),
-        };
+        let job = ReviewJob::new(review_id.to_owned(), step, crate::request_id::current());
         if let Err(e) = state.queue.push_review(job, Some(delay)).await {
             tracing::warn!(error = %e, "could not schedule the review job; the sweeper will");
         }

@@ -79,17 +79,33 @@ pub(super) async fn ready(State(state): State<AppState>) -> impl IntoResponse {
 const READY_RETRY_AFTER_S: &str = "5";
 
 pub(super) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, grove_common::metrics::CONTENT_TYPE)],
+        scrape(&state).await,
+    )
+}
+
+/// Reads what `/metrics` shows at scrape time (queues, payments needing attention, gates) and
+/// renders every series. A source that cannot be read leaves its series as last read.
+async fn scrape(state: &AppState) -> String {
     let queue = QueueGauges {
         stats: state.queue.stats().await.ok().flatten(),
         consumers: state.queue.consumers().await.ok().flatten(),
         push_retries: state.push_retries.count(),
         admission: state.admission.gauges(),
     };
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state
-            .metrics
-            .render(&queue, state.sweeps.as_deref(), &state.gates.all()),
+    let payments = match grove_common::db::payments::unknown_counts(&state.db).await {
+        Ok(counts) => Some(counts),
+        Err(e) => {
+            tracing::warn!(error = %e, "metrics: payments needing attention unreadable");
+            None
+        }
+    };
+    state.metrics.render(
+        &queue,
+        state.sweeps.as_deref(),
+        &state.gates.all(),
+        payments,
     )
 }
 

@@ -41,3 +41,28 @@ pub fn status_is(state: &'static str) -> sea_orm::sea_query::SimpleExpr {
     debug_assert!(state.bytes().all(|b| b.is_ascii_lowercase()));
     sea_orm::sea_query::Expr::cust(format!(r#""status" = '{state}'"#))
 }
+
+/// Payments whose outcome is unknown: all of them, and those set aside for an operator (the
+/// reconciliation gave up: no next check), for `/metrics` and its alerts. Both read the
+/// partial index on unknown payments.
+pub async fn unknown_counts(
+    db: &impl sea_orm::ConnectionTrait,
+) -> Result<UnknownCounts, sea_orm::DbErr> {
+    use super::entities::payment;
+    use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+    let unknown = payment::Entity::find().filter(status_is(status::UNKNOWN));
+    Ok(UnknownCounts {
+        unknown: unknown.clone().count(db).await?,
+        set_aside: unknown
+            .filter(payment::Column::NextCheckAt.is_null())
+            .count(db)
+            .await?,
+    })
+}
+
+/// See [`unknown_counts`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UnknownCounts {
+    pub unknown: u64,
+    pub set_aside: u64,
+}

@@ -53,6 +53,21 @@ fn status_label(status: Option<u16>) -> String {
 }
 
 impl LlmError {
+    /// A stable label for metrics and spans.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LlmError::Refusal { .. } => "refusal",
+            LlmError::Truncated { .. } => "truncated",
+            LlmError::Quota { .. } => "quota",
+            LlmError::Auth { .. } => "auth",
+            LlmError::BadRequest { .. } => "bad_request",
+            LlmError::Upstream { .. } => "upstream",
+            LlmError::Deadline { .. } => "deadline",
+            LlmError::InvalidOutput { .. } => "invalid_output",
+            LlmError::Config { .. } => "config",
+        }
+    }
+
     /// Tokens this failed call consumed; zero when the provider billed nothing.
     pub fn usage(&self) -> Usage {
         match self {

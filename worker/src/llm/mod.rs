@@ -8,6 +8,7 @@
 mod anthropic;
 mod error;
 mod limits;
+mod metered;
 mod openai;
 pub mod probe;
 mod structured;
@@ -16,6 +17,7 @@ mod transport;
 pub use crate::retry::RetryPolicy;
 pub use anthropic::AnthropicProvider;
 pub use error::LlmError;
+pub use metered::Metered;
 pub use openai::OpenAiProvider;
 
 use grove_common::config::{LlmConfig, LlmProviderKind};

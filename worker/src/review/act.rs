@@ -22,11 +22,11 @@ pub(super) async fn act(deps: &Deps, review_id: &str, first: Effects) -> Result<
         if let Some((step, at)) = effects.schedule {
             // The fast path: a delayed job. The sweeper finds the request when it is due anyway.
             let delay = (at - deps.clock.now()).to_std().unwrap_or_default();
-            let job = ReviewJob {
-                review_id: review_id.to_owned(),
+            let job = ReviewJob::new(
+                review_id.to_owned(),
                 step,
-                request_id: format!("review-{}", deps.clock.now().timestamp()),
-            };
+                format!("review-{}", deps.clock.now().timestamp()),
+            );
             if let Err(e) = deps.queue.push_review(job, Some(delay)).await {
                 tracing::warn!(error = %e, "could not push the review job; the sweeper will");
             }

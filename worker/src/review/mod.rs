@@ -27,7 +27,8 @@ pub async fn review_job(job: ReviewJob, deps: Data<Arc<Deps>>) -> Result<(), Job
 
 /// Runs one review job. Safe to run more than once, and twice at the same moment.
 pub async fn handle(deps: &Deps, job: &ReviewJob) -> Result<(), JobError> {
-    let span = tracing::info_span!("job.review", review_id = %job.review_id, step = ?job.step, request_id = %job.request_id);
+    let span = tracing::info_span!("job.review", otel.kind = "consumer", review_id = %job.review_id, step = ?job.step, request_id = %job.request_id);
+    grove_common::telemetry::continue_trace(&span, job.trace.as_deref());
     async move {
         let event = match job.step {
             ReviewStep::Send => ReviewEvent::SendDue,

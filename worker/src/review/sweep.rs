@@ -44,11 +44,7 @@ pub async fn sweep(deps: &Deps) -> Result<usize, JobError> {
             _ => None,
         };
         if let Some(step) = step {
-            let job = ReviewJob {
-                review_id: req.id.clone(),
-                step,
-                request_id: format!("sweep-{}", now.timestamp()),
-            };
+            let job = ReviewJob::new(req.id.clone(), step, format!("sweep-{}", now.timestamp()));
             if let Err(e) = deps.queue.push_review(job, None).await {
                 tracing::warn!(error = %e, review_id = %req.id, "sweeper could not push a due job");
             } else {

@@ -6,6 +6,7 @@
 //! provider messages are scrubbed of phone numbers before they reach an error or a log line.
 
 mod error;
+mod metered;
 mod outbox;
 mod twilio;
 pub mod twilio_probe;
@@ -13,6 +14,7 @@ mod watched;
 
 pub use crate::retry::RetryPolicy;
 pub use error::SmsError;
+pub use metered::Metered;
 pub use outbox::OutboxProvider;
 pub use twilio::TwilioProvider;
 pub use watched::{SmsProbe, Watched};

@@ -169,7 +169,7 @@ impl SmsProvider for TwilioProvider {
         "twilio"
     }
 
-    #[tracing::instrument(name = "sms.send", skip_all, fields(provider = "twilio", reference = %sms.reference, to = %mask_phone(&sms.to)))]
+    #[tracing::instrument(name = "sms.send", skip_all, fields(otel.kind = "client", provider = "twilio", reference = %sms.reference, to = %mask_phone(&sms.to)))]
     async fn send(&self, sms: &OutgoingSms) -> Result<SentSms, SmsError> {
         let form = self.form(sms);
         // No deadline: a send job's own schedule bounds it, and only failures where Twilio

@@ -48,6 +48,10 @@ pub(in crate::routes) async fn status_callback(
         // Dropping the transaction rolls the receipt back: nothing was used up.
         return Ok(twiml());
     };
+    // Counted once per report (the receipt dedupes), from the parsed values only: the
+    // signature proves Twilio sent them, and both come from short fixed sets.
+    let code = error_code.map(|c| c.to_string());
+    state.metrics.sms_status(status.as_str(), code.as_deref());
     let report = ReviewEvent::Reported(Report {
         message: msg.id,
         provider_id: sid.to_owned(),

@@ -168,7 +168,7 @@ impl LlmProvider for AnthropicProvider {
         !self.prompt_only
     }
 
-    #[tracing::instrument(name = "llm.complete", skip_all, fields(provider = "anthropic", model = %self.model, schema = %request.schema_name))]
+    #[tracing::instrument(name = "llm.complete", skip_all, fields(otel.kind = "client", gen_ai.system = "anthropic", gen_ai.operation.name = "chat", gen_ai.request.model = %self.model, schema = %request.schema_name))]
     async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let mut attempts = 0;
         let mut outcome = None;

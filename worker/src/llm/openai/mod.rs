@@ -216,7 +216,7 @@ impl LlmProvider for OpenAiProvider {
         self.structured.current() == StructuredOutput::Strict
     }
 
-    #[tracing::instrument(name = "llm.complete", skip_all, fields(provider = "openai", model = %self.model, schema = %request.schema_name))]
+    #[tracing::instrument(name = "llm.complete", skip_all, fields(otel.kind = "client", gen_ai.system = "openai", gen_ai.operation.name = "chat", gen_ai.request.model = %self.model, schema = %request.schema_name))]
     async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let mut attempts = 0;
         let result = loop {
