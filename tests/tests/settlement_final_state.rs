@@ -244,8 +244,8 @@ async fn a_server_clock_thirty_seconds_fast_does_not_expire_an_authorization_ear
 
 #[tokio::test]
 async fn a_reorg_that_drops_a_delivered_calls_transfer_is_surfaced() {
-    // The `safe` block trails the head by 40 blocks (40 s): the transfer is delivered at three
-    // confirmations and watched until it is final.
+    // The `safe` block trails the head by 40 blocks (40 s): the transfer is delivered at
+    // `SETTLEMENT_CONFIRMATIONS` and watched until it is final.
     let Some(chain) = Chain::start_with(&["--block-time", "1", "--slots-in-an-epoch", "40"]).await
     else {
         return;

@@ -40,10 +40,11 @@ pub struct Finality {
     pub max_head_age_s: u64,
 }
 
+/// `SETTLEMENT_CONFIRMATIONS` and `BASE_RPC_MAX_HEAD_AGE_S` as configured by default.
 impl Default for Finality {
     fn default() -> Self {
         Self {
-            confirmations: 3,
+            confirmations: 2,
             max_head_age_s: 60,
         }
     }
