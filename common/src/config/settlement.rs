@@ -275,6 +275,9 @@ mod tests {
         let production = [
             ("APP_ENV", "production"),
             ("SMS_PROVIDER", "twilio"),
+            ("TWILIO_ACCOUNT_SID", "AC1"),
+            ("TWILIO_AUTH_TOKEN", "t"),
+            ("TWILIO_FROM", "+15550100"),
             ("X402_FACILITATOR_URL", "https://facilitator.example"),
         ];
         for mode in [
