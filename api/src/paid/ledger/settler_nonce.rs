@@ -32,7 +32,7 @@ impl NonceStore for SharedNonces {
     async fn hold(&self, settler: Address) -> Result<Box<dyn HeldNonce>, String> {
         let key = format!("{settler:#x}");
         let txn = self.db.begin().await.map_err(|e| e.to_string())?;
-        let now = chrono::Utc::now();
+        let now = grove_common::clock::wall();
         txn.execute_raw(Statement::from_sql_and_values(
             DbBackend::Postgres,
             r#"INSERT INTO "settler_nonces" ("settler", "next_nonce", "updated_at")
@@ -81,7 +81,7 @@ impl HeldNonce for Held {
                 [
                     self.key.clone().into(),
                     next.into(),
-                    chrono::Utc::now().into(),
+                    grove_common::clock::wall().into(),
                 ],
             ))
             .await
