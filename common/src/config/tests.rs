@@ -214,6 +214,7 @@ fn production_refuses_the_testnet_unless_explicitly_allowed() {
             ("TWILIO_ACCOUNT_SID", "AC1"),
             ("TWILIO_AUTH_TOKEN", "t"),
             ("TWILIO_FROM", "+15550100"),
+            ("BASE_RPC_URL", "https://rpc.example"),
         ];
         pairs.extend_from_slice(extra);
         config(&pairs)
