@@ -81,15 +81,15 @@ async fn measure(chain: &Chain, payer: &TestWallet, samples: usize, depth: u64) 
 
     let mut back_to_back = Vec::new();
     for _ in 0..samples {
-        back_to_back.push(one(&settler, &payer).await);
+        back_to_back.push(one(&settler, payer).await);
     }
     let mut random_phase = Vec::new();
     for _ in 0..samples {
         tokio::time::sleep(Duration::from_millis(rand::random_range(0..2000))).await;
-        random_phase.push(one(&settler, &payer).await);
+        random_phase.push(one(&settler, payer).await);
     }
     let started = Instant::now();
-    let at_once = join_all((0..CONCURRENT).map(|_| one(&settler, &payer))).await;
+    let at_once = join_all((0..CONCURRENT).map(|_| one(&settler, payer))).await;
     let wall = started.elapsed();
 
     row(&format!("depth {depth}: back to back"), back_to_back);
