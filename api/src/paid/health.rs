@@ -8,8 +8,9 @@
 //! re-run) and the payment that answers a price quoted before the gate opened are never refused.
 //! A call paid that way and failed in the outage is re-run once the gate closes (`rerun`).
 
-use super::{Kind, product::Product};
+use super::product::Product;
 use crate::{error::ApiError, state::AppState};
+use grove_common::ledger::CallKind;
 
 /// `Err(ProviderUnavailable)` while `product`'s provider's gate does not admit.
 pub(super) fn before_price(state: &AppState, product: &dyn Product) -> Result<(), ApiError> {
@@ -31,7 +32,7 @@ pub(super) fn before_price(state: &AppState, product: &dyn Product) -> Result<()
 /// fast, so it is left to `rerun`, which re-runs it once the gate closes (the repeat gets the
 /// failure and its receipt at once).
 pub(super) fn left_for_later(state: &AppState, product: &dyn Product) -> bool {
-    product.kind() == Kind::Coaching
+    product.kind() == CallKind::Coaching
         && product
             .provider(&state.config)
             .is_some_and(|p| !state.gates.admits(&p))

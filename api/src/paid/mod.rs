@@ -27,5 +27,4 @@ pub mod retries;
 mod terms;
 mod wait;
 
-pub use idempotency::Kind;
 pub use product::{Labels, NotSold, Product};
