@@ -28,12 +28,8 @@ use crate::{
         smart_wallet::{self, WalletCheckError},
     },
 };
-use grove_common::{
-    db::{calls::Runner, entities::call},
-    ledger::CallKind,
-};
+use grove_common::db::entities::call;
 use tokio::time::Instant;
-use uuid::Uuid;
 
 /// Seconds a client waits before retrying when the chain could not check its wallet's signature.
 const WALLET_CHECK_RETRY_AFTER_S: u64 = 5;
@@ -216,15 +212,9 @@ async fn settle_and_wait(
     let waiter = state.completions.waiter(call.id);
     let outcome = state.settler.settle(settle_request).await;
     state.metrics.settlement(outcome.label());
-    // With the worker in this process, a settled coaching call's run starts in the outcome's
-    // own transaction (issue 12: one write transaction fewer per paid call).
-    let runner = match (product.kind(), state.worker_process) {
-        (CallKind::Coaching, Some(process)) => Some(Runner {
-            run: Uuid::now_v7(),
-            process,
-        }),
-        _ => None,
-    };
+    // A product whose run this process's worker may start does so in the outcome's own
+    // transaction (issue 12: one write transaction fewer per paid call).
+    let runner = product.run_with_settlement(state);
     let now = state.clock.wall();
     let Recorded { moved, started } =
         ledger::record_outcome_starting(&state.db, call.id, &outcome, now, runner).await?;
