@@ -191,6 +191,8 @@ async fn an_opt_out_ends_the_open_requests_to_that_number() {
 async fn an_unknown_payment_is_listed_and_resolved_on_the_operators_word_without_a_chain() {
     let rig = spawn_paid(Options {
         deadline_s: 2,
+        // No BASE_RPC_URL: the operator's word is all there is to decide by.
+        fake_chain: false,
         extra_env: vec![("X402_FACILITATOR_TIMEOUT_S".into(), "1".into())],
         ..Default::default()
     })

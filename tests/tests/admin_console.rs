@@ -39,6 +39,8 @@ async fn the_console_fits_1280_and_400_px_and_a_resolve_made_through_it_is_audit
     };
     let rig = spawn_paid(Options {
         deadline_s: 2,
+        // No BASE_RPC_URL: the resolve made through the page is taken on the operator's word.
+        fake_chain: false,
         extra_env: vec![("X402_FACILITATOR_TIMEOUT_S".into(), "1".into())],
         ..Default::default()
     })
