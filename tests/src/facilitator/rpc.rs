@@ -9,6 +9,9 @@
 
 use super::{Inner, read};
 use crate::chain::USDC;
+
+/// Circle's USDC on Base Sepolia, where a testnet rig's start-up looks for code.
+const SEPOLIA_USDC: &str = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
 use axum::{Json, extract::State};
 use grove_http::IUsdc;
 use serde_json::{Value, json};
@@ -152,7 +155,17 @@ fn answer(inner: &Inner, body: &Value) -> Json<Value> {
             id => json!(hex(id)),
         },
         "eth_blockNumber" => json!(hex(head)),
-        "eth_getCode" => json!("0x6080"),
+        // USDC (Base's, or Base Sepolia's on the testnet) is "deployed"; every other address is a
+        // plain account (a payer's EOA), so a forged signature is not taken for a smart wallet's.
+        "eth_getCode" => {
+            let at = params[0].as_str().unwrap_or_default();
+            let usdc = format!("{USDC:#x}");
+            if at.eq_ignore_ascii_case(&usdc) || at.eq_ignore_ascii_case(SEPOLIA_USDC) {
+                json!("0x6080")
+            } else {
+                json!("0x")
+            }
+        }
         "eth_getBlockByNumber" => json!(block_json(block_arg(&params[0], head), time)),
         "eth_call" => {
             // authorizationState(address, bytes32) at a block.
