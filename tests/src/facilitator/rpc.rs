@@ -145,6 +145,12 @@ pub(super) async fn serve(
     answer(&inner, &body).into_response()
 }
 
+/// Whether `address` holds code on the fake chain: only USDC (Base's, or Base Sepolia's).
+fn has_code(address: &str) -> bool {
+    address.eq_ignore_ascii_case(&format!("{USDC:#x}"))
+        || address.eq_ignore_ascii_case(SEPOLIA_USDC)
+}
+
 fn answer(inner: &Inner, body: &Value) -> Json<Value> {
     let (transfers, time) = visible(inner);
     let head = transfers.last().map_or(0, |t| t.block);
@@ -157,16 +163,11 @@ fn answer(inner: &Inner, body: &Value) -> Json<Value> {
         "eth_blockNumber" => json!(hex(head)),
         // USDC (Base's, or Base Sepolia's on the testnet) is "deployed"; every other address is a
         // plain account (a payer's EOA), so a forged signature is not taken for a smart wallet's.
-        "eth_getCode" => {
-            let at = params[0].as_str().unwrap_or_default();
-            let usdc = format!("{USDC:#x}");
-            if at.eq_ignore_ascii_case(&usdc) || at.eq_ignore_ascii_case(SEPOLIA_USDC) {
-                json!("0x6080")
-            } else {
-                json!("0x")
-            }
-        }
+        "eth_getCode" if has_code(params[0].as_str().unwrap_or_default()) => json!("0x6080"),
+        "eth_getCode" => json!("0x"),
         "eth_getBlockByNumber" => json!(block_json(block_arg(&params[0], head), time)),
+        // A call to any address but USDC's reaches no code (a payer's EOA): empty output.
+        "eth_call" if !has_code(params[0]["to"].as_str().unwrap_or_default()) => json!("0x"),
         "eth_call" => {
             // authorizationState(address, bytes32) at a block.
             let data = params[0]["data"]
