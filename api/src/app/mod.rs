@@ -140,6 +140,7 @@ impl Application {
         let stopped = stop.subscribe();
         let limits = crate::limits::Limits::new(&config.limits);
         let admission = crate::paid::admission::Admission::new(config.call_deadline, &queue);
+        completions.backstop(db.clone(), stop.subscribe());
         let state = AppState::new(Inner {
             config,
             schemas,

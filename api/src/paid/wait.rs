@@ -1,5 +1,7 @@
-//! Waiting for a call's outcome: woken by the completion notifier, with a slow database re-check
-//! as the backstop (pub/sub is at-most-once), bounded by the call deadline.
+//! Waiting for a call's outcome: woken by the completion notifier (whose backstop, one batched
+//! database pass a second for the whole process, covers a lost pub/sub message), bounded by the
+//! call deadline. A waiter reads its call only when woken: thousands of calls waiting on a slow
+//! model cost no queries while they wait (issue 31).
 
 use crate::x402::challenge::codes;
 use grove_common::{
@@ -7,7 +9,6 @@ use grove_common::{
     db::{calls, calls::status, entities::result, outage},
 };
 use sea_orm::{DatabaseConnection, DbErr};
-use std::time::Duration;
 use tokio::time::Instant;
 use uuid::Uuid;
 
@@ -22,8 +23,6 @@ pub enum Outcome {
     /// The deadline passed while the settlement's outcome was still unknown.
     SettlementPending,
 }
-
-const RECHECK: Duration = Duration::from_secs(1);
 
 /// The code an unpaid call answers with: the one its settlement ended with
 /// (`settlement_failed:<reason>`, a 402, or `settlement_unavailable:<reason>`, a 503).
@@ -74,11 +73,9 @@ pub async fn until_final_with(
     if look_first && let Ok(done) = look(db, call_id).await? {
         return Ok(done);
     }
-    let mut recheck = Instant::now() + RECHECK;
     loop {
         tokio::select! {
             () = waiter.notified() => {}
-            () = tokio::time::sleep_until(recheck) => recheck = Instant::now() + RECHECK,
             () = tokio::time::sleep_until(deadline) => {
                 if let Some(result) = waiter.result() {
                     return Ok(Outcome::Completed(Some(Box::new(result))));

@@ -37,6 +37,23 @@ pub async fn load(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<call::Mo
     call::Entity::find_by_id(id).one(db).await
 }
 
+/// Which of `ids` are final (completed, failed or unpaid): one query for many waiting calls
+/// (the completion backstop's pass).
+pub async fn final_among(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<Vec<Uuid>, DbErr> {
+    use sea_orm::QuerySelect;
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    call::Entity::find()
+        .select_only()
+        .column(call::Column::Id)
+        .filter(call::Column::Id.is_in(ids.iter().copied()))
+        .filter(call::Column::Status.is_in([status::COMPLETED, status::FAILED, status::UNPAID]))
+        .into_tuple()
+        .all(db)
+        .await
+}
+
 pub async fn load_result(
     db: &impl ConnectionTrait,
     call_id: Uuid,

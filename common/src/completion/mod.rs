@@ -4,23 +4,28 @@
 //! every waiting request on every completion (64 wake-ups per call at 64 connections, issue 12).
 //! In the embedded mode the in-process worker wakes the waiters directly; with Redis, the worker
 //! PUBLISHes and one subscriber task per API process wakes them. Pub/sub is at-most-once, so
-//! waiters also re-check the database on a slow timer; a lost message costs latency, never a
-//! result.
+//! one backstop task per process (`backstop`) reads the waited-for calls' statuses once a second,
+//! in batches, and wakes the waiters of those found final; a lost message costs latency, never a
+//! result. When the subscription comes back after a break, every waiter is woken to look.
 //!
 //! Either way a completion carries the result it committed, so the waiter need not read it back
 //! (with PostgreSQL that read was a fifth of the database's statements per paid call, issue 12).
 //! Over Redis the message is `<call id>` or `<call id> <result as JSON>`; a result larger than
 //! `CARRIED_LIMIT` is left to that read.
 
+mod backstop;
+
 use crate::{db::entities::result, jobs};
 use futures::StreamExt;
 use redis::{AsyncCommands, aio::ConnectionManager};
+use sea_orm::DatabaseConnection;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
 use tokio::sync::Notify;
+use tokio::sync::watch;
 use uuid::Uuid;
 
 /// One waiter's wake-up, and the result handed over with it (in-process completions only).
@@ -83,6 +88,25 @@ impl Waiters {
             .filter(|r| r.call_id == id)
             .map(Arc::new);
         self.wake(id, result.as_ref());
+    }
+
+    /// The calls someone in this process waits for.
+    fn ids(&self) -> Vec<Uuid> {
+        self.by_call
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .copied()
+            .collect()
+    }
+
+    /// Wakes every waiter (each looks at its call once): after a break in the subscription,
+    /// when any completion may have been missed.
+    fn wake_all(&self) {
+        let by_call = self.by_call.lock().unwrap_or_else(PoisonError::into_inner);
+        for (_, slot) in by_call.values().flatten() {
+            slot.notify.notify_one();
+        }
     }
 
     fn waits_for(&self, call_id: Uuid) -> bool {
@@ -188,6 +212,8 @@ impl Completions {
                         if let Err(e) = pubsub.subscribe(&channel).await {
                             tracing::warn!(error = %e, "completion subscription failed");
                         } else {
+                            // Messages published while unsubscribed are gone: every waiter looks.
+                            local.wake_all();
                             let mut stream = pubsub.on_message();
                             while let Some(msg) = stream.next().await {
                                 local.wake_from(msg.get_payload_bytes());
@@ -200,6 +226,12 @@ impl Completions {
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
         });
+    }
+
+    /// Starts this process's database backstop for its waiters (see `backstop`): once a second,
+    /// the waited-for calls that are final wake their waiters. Runs until `stopped` is true.
+    pub fn backstop(&self, db: DatabaseConnection, stopped: watch::Receiver<bool>) {
+        tokio::spawn(backstop::run(Arc::clone(&self.local), db, stopped));
     }
 
     /// Announces that `call_id` reached a final state.
