@@ -12,6 +12,7 @@ use grove_common::{
         liveness::Liveness,
     },
     jobs::{self, CoachingJob},
+    ledger::CallStatus,
     queue::JobQueue,
 };
 use grove_tests::{
@@ -56,11 +57,11 @@ fn runner(process: i64) -> Runner {
 #[tokio::test]
 async fn a_call_starts_once_and_is_taken_over_only_after_its_lease_lapses() {
     let (_test_db, db) = TestDb::migrated().await;
-    let id = insert_call(&db, calls::status::PENDING).await;
+    let id = insert_call(&db, CallStatus::Pending).await;
     let (first, second) = (runner(1), runner(2));
 
     let started = calls::start_attempt(&db, id, first).await.expect("start");
-    assert!(matches!(started, Start::Started(ref c) if c.status == "running"));
+    assert!(matches!(started, Start::Started(ref c) if c.status == CallStatus::Running));
     match calls::start_attempt(&db, id, second).await.expect("start") {
         Start::Busy(holder) => {
             assert_eq!(holder.lease_owner, Some(first.run.to_string()));
@@ -95,7 +96,7 @@ async fn a_call_starts_once_and_is_taken_over_only_after_its_lease_lapses() {
 #[tokio::test]
 async fn a_run_whose_process_died_is_taken_over_at_once_and_cannot_store_over_the_new_run() {
     let (test_db, db) = TestDb::migrated().await;
-    let id = insert_call(&db, calls::status::PENDING).await;
+    let id = insert_call(&db, CallStatus::Pending).await;
     let dying = Liveness::claim(&db, &test_db.url)
         .await
         .expect("first process");
@@ -168,7 +169,7 @@ async fn a_run_whose_process_died_is_taken_over_at_once_and_cannot_store_over_th
             .expect("load")
             .expect("row")
             .status,
-        "running"
+        CallStatus::Running
     );
     assert!(
         calls::complete(
@@ -213,7 +214,12 @@ async fn only_a_pending_call_starts() {
     let (_test_db, db) = TestDb::migrated().await;
     // `settling`: the payment's outcome is unknown; `unpaid`: it was refused; `failed` runs
     // again only once the API reopens it to `pending`.
-    for status in ["settling", "unpaid", "failed", "completed"] {
+    for status in [
+        CallStatus::Settling,
+        CallStatus::Unpaid,
+        CallStatus::Failed,
+        CallStatus::Completed,
+    ] {
         let id = insert_call(&db, status).await;
         match calls::start_attempt(&db, id, runner(1))
             .await
@@ -296,7 +302,7 @@ async fn a_duplicate_delivery_during_a_live_run_makes_no_second_model_call() {
     assert_eq!(rig.llm.received(), 1, "one model call");
     assert_eq!(rig.llm.completed(), 1);
     let row = calls::load(&db, row.id).await.expect("load").expect("row");
-    assert_eq!(row.status, "completed");
+    assert_eq!(row.status, CallStatus::Completed);
     assert_eq!(row.attempts, 1, "the duplicate never started the call");
 }
 
@@ -306,7 +312,7 @@ async fn a_duplicate_delivery_during_a_live_run_makes_no_second_model_call() {
 #[tokio::test]
 async fn a_call_keeps_its_first_result() {
     let (_test_db, db) = TestDb::migrated().await;
-    let id = insert_call(&db, "running").await;
+    let id = insert_call(&db, CallStatus::Running).await;
     let first = calls::complete(
         &db,
         id,
@@ -350,5 +356,5 @@ async fn a_call_keeps_its_first_result() {
     assert_eq!(answers.len(), 1);
     assert_eq!(answers[0].outcome, json!({"ok": {"run": "late"}}));
     let row = calls::load(&db, id).await.expect("load").expect("row");
-    assert_eq!(row.status, "completed");
+    assert_eq!(row.status, CallStatus::Completed);
 }

@@ -8,12 +8,13 @@ use grove_common::{
     clock::Clock,
     completion::Completions,
     db::{
-        calls::{self, Finisher, LEASE_RENEW_EVERY, Runner, Start, status},
+        calls::{self, Finisher, LEASE_RENEW_EVERY, Runner, Start},
         entities::call,
         liveness::Liveness,
         outage,
     },
     jobs::{CoachingJob, Started},
+    ledger::CallStatus,
     load::Meter,
     queue::JobQueue,
 };
@@ -122,7 +123,7 @@ pub async fn run_coaching(job: CoachingJob, deps: Arc<Deps>) -> Result<(), JobEr
             Start::Idle(s) => {
                 // A re-delivered job whose result is already stored does no work (no second
                 // model call); a call whose payment is not settled never runs.
-                if s == status::COMPLETED || s == status::FAILED {
+                if s == CallStatus::Completed || s == CallStatus::Failed {
                     deps.completions.notify(job.call_id).await;
                 } else {
                     tracing::info!(status = %s, "call is not runnable; dropping the job");

@@ -9,7 +9,7 @@ use super::{
     admission::Settling,
     ended::{self, Delivery, Ended},
     fulfil, health,
-    idempotency::{self, Kind, Scope},
+    idempotency::{self, Scope},
     ledger::{self, Claim, NewCall, NewPayment, Recorded},
     product::{NotSold, Product},
     terms::Terms,
@@ -29,7 +29,10 @@ use crate::{
         smart_wallet::{self, WalletCheckError},
     },
 };
-use grove_common::db::{calls::Runner, entities::call};
+use grove_common::{
+    db::{calls::Runner, entities::call},
+    ledger::CallKind,
+};
 use tokio::time::Instant;
 use tracing::Instrument;
 use uuid::Uuid;
@@ -166,9 +169,9 @@ async fn reserve(
 ) -> Result<Claim, ApiError> {
     let labels = product.labels();
     let call = NewCall {
-        kind: product.kind().as_str(),
-        agent: labels.agent.map(str::to_owned),
-        mode: labels.mode.map(str::to_owned),
+        kind: product.kind(),
+        agent: labels.agent,
+        mode: labels.mode,
         payer: format!("{:#x}", payment.payer),
         request_hash: request_hash.to_owned(),
         request: product.scope_body().clone(),
@@ -241,7 +244,7 @@ async fn settle_and_wait(
     // With the worker in this process, a settled coaching call's run starts in the outcome's
     // own transaction (issue 12: one write transaction fewer per paid call).
     let runner = match (product.kind(), state.worker_process) {
-        (Kind::Coaching, Some(process)) => Some(Runner {
+        (CallKind::Coaching, Some(process)) => Some(Runner {
             run: Uuid::now_v7(),
             process,
         }),

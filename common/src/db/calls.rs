@@ -4,6 +4,7 @@
 use super::entities::{call, model_call, result};
 use super::write::{Done, Exec};
 use crate::clock;
+use crate::ledger::status::CallStatus;
 use chrono::{SubsecRound, Utc};
 use sea_orm::{
     ActiveValue::Set,
@@ -21,17 +22,6 @@ pub use lease::{
     running_elsewhere, start_attempt, start_settled, take_over,
 };
 pub use pg::settled as settled_in_one_statement;
-
-pub mod status {
-    /// Paid for, but the settlement's outcome is not known yet: must not run (issue 7).
-    pub const SETTLING: &str = "settling";
-    /// The settlement was refused: nothing was bought, nothing may run, nothing is free.
-    pub const UNPAID: &str = "unpaid";
-    pub const PENDING: &str = "pending";
-    pub const RUNNING: &str = "running";
-    pub const COMPLETED: &str = "completed";
-    pub const FAILED: &str = "failed";
-}
 
 pub async fn load(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<call::Model>, DbErr> {
     call::Entity::find_by_id(id).one(db).await
@@ -104,7 +94,7 @@ async fn complete_in_transaction(
     now: chrono::DateTime<Utc>,
 ) -> Result<Finished, DbErr> {
     let finish = call::Entity::update_many()
-        .col_expr(call::Column::Status, Expr::value(status::COMPLETED))
+        .col_expr(call::Column::Status, Expr::value(CallStatus::Completed))
         .col_expr(call::Column::Error, Expr::value(Option::<String>::None))
         .col_expr(call::Column::UpdatedAt, Expr::value(now))
         .col_expr(call::Column::CompletedAt, Expr::value(Some(now)))
@@ -152,11 +142,11 @@ pub async fn fail(
     error: &str,
 ) -> Result<bool, DbErr> {
     let updated = call::Entity::update_many()
-        .col_expr(call::Column::Status, Expr::value(status::FAILED))
+        .col_expr(call::Column::Status, Expr::value(CallStatus::Failed))
         .col_expr(call::Column::Error, Expr::value(Some(error.to_owned())))
         .col_expr(call::Column::UpdatedAt, Expr::value(clock::wall()))
         .filter(call::Column::Id.eq(call_id))
-        .filter(call::Column::Status.ne(status::COMPLETED))
+        .filter(call::Column::Status.ne(CallStatus::Completed))
         .filter(by.guard())
         .exec(db)
         .await?;

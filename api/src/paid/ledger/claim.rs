@@ -6,11 +6,10 @@ use crate::paid::idempotency::Scope;
 use chrono::{DateTime, Utc};
 use grove_common::{
     db::{
-        calls::status,
         entities::{call, idempotency},
-        payments::status as pay_status,
         write::{Done, Exec, Inserted},
     },
+    ledger::{CallStatus, PaymentStatus},
     receipt as receipts,
 };
 use sea_orm::{DatabaseConnection, DbBackend, DbErr, EntityTrait, Statement, Value};
@@ -50,14 +49,14 @@ pub async fn claim(
     let window = chrono::Duration::from_std(scope.window).unwrap_or(chrono::Duration::hours(24));
     let model = call::Model {
         id: call_id,
-        kind: call.kind.to_owned(),
+        kind: call.kind,
         agent: call.agent,
         mode: call.mode,
         payer: call.payer,
         request_hash: call.request_hash,
         request: call.request,
         // Nothing may run until the settlement's outcome is known.
-        status: status::SETTLING.into(),
+        status: CallStatus::INITIAL,
         attempts: 0,
         runs: 0,
         error: None,
@@ -83,9 +82,9 @@ pub async fn claim(
             settle_request: pay.settle_request.to_string(),
             valid_before: pay.valid_before,
             now,
-            kind: model.kind.clone(),
-            agent: model.agent.clone(),
-            mode: model.mode.clone(),
+            kind: model.kind,
+            agent: model.agent,
+            mode: model.mode,
             request: model.request.to_string(),
             receipt_id: receipt_id.clone(),
             request_id: model.request_id.clone(),
@@ -152,8 +151,8 @@ ON CONFLICT ("payer", "nonce") DO UPDATE SET "call_id" = "excluded"."call_id",
     "valid_before" = "excluded"."valid_before", "checks" = 0, "next_check_at" = NULL,
     "sent_tx" = NULL, "sent_tx_raw" = NULL, "updated_at" = "excluded"."updated_at"
 WHERE "payments"."status" = '{released}'"#,
-            reserved = pay_status::RESERVED,
-            released = pay_status::RELEASED,
+            reserved = PaymentStatus::Reserved,
+            released = PaymentStatus::Released,
         ),
         call: r#"INSERT INTO "calls" ("id", "kind", "agent", "mode", "payer", "request_hash",
     "request", "status", "attempts", "runs", "error", "receipt_id", "request_id", "created_at",
@@ -209,7 +208,7 @@ fn writes(
             vec![
                 m.receipt_id.clone().into(),
                 m.id.into(),
-                m.kind.clone().into(),
+                m.kind.as_str().into(),
                 now.into(),
                 receipts::expires_at(now).into(),
             ],

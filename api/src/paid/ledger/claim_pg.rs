@@ -7,7 +7,8 @@
 
 use super::{FINISHED, Written};
 use grove_common::{
-    db::{calls::status, payments::status as pay_status},
+    catalog::{CoachId, ModeId},
+    ledger::{CallKind, CallStatus, PaymentStatus},
     receipt as receipts,
 };
 use sea_orm::{
@@ -31,9 +32,9 @@ pub(super) struct Row {
     pub settle_request: String,
     pub valid_before: i64,
     pub now: chrono::DateTime<chrono::Utc>,
-    pub kind: String,
-    pub agent: Option<String>,
-    pub mode: Option<String>,
+    pub kind: CallKind,
+    pub agent: Option<CoachId>,
+    pub mode: Option<ModeId>,
     pub request: String,
     pub receipt_id: String,
     pub request_id: String,
@@ -77,9 +78,9 @@ r AS (
 SELECT (SELECT count(*) FROM s) AS "scope", (SELECT count(*) FROM p) AS "paid",
     CASE WHEN (SELECT count(*) FROM s) = 1 AND (SELECT count(*) FROM p) = 0
         THEN "grove_claim_refused"('{refused}') ELSE 0 END AS "refused""#,
-        reserved = pay_status::RESERVED,
-        released = pay_status::RELEASED,
-        settling = status::SETTLING,
+        reserved = PaymentStatus::Reserved,
+        released = PaymentStatus::Released,
+        settling = CallStatus::Settling,
         refused = REFUSED_NONCE_USED,
     )
 }

@@ -14,10 +14,10 @@ pub use settler_nonce::SharedNonces;
 pub use watched::{Watched, record_standing};
 
 use chrono::{DateTime, Utc};
-use grove_common::db::{
-    calls::status,
-    entities::{call, idempotency, payment},
-    payments::status as pay_status,
+use grove_common::{
+    catalog::{CoachId, ModeId},
+    db::entities::{call, idempotency, payment},
+    ledger::{CallKind, CallStatus, PaymentStatus},
 };
 use sea_orm::{
     ColumnTrait, DatabaseConnection, DbErr, EntityTrait, ExprTrait, QueryFilter, sea_query::Query,
@@ -27,9 +27,9 @@ use uuid::Uuid;
 
 /// A new paid call, before it is written.
 pub struct NewCall {
-    pub kind: &'static str,
-    pub agent: Option<String>,
-    pub mode: Option<String>,
+    pub kind: CallKind,
+    pub agent: Option<CoachId>,
+    pub mode: Option<ModeId>,
     pub payer: String,
     pub request_hash: String,
     pub request: Value,
@@ -48,11 +48,8 @@ pub struct NewPayment {
     pub valid_before: i64,
 }
 
-/// Calls whose scope another request may take once its window is over: finished with a result
-/// delivered, or proven unpaid. Never one whose payment is reserved or unknown (a second payment
-/// could be charged for one piece of work) nor a paid call that has not delivered (its identical
-/// retry is owed the result, or a free re-run).
-const FINISHED: [&str; 2] = [status::COMPLETED, status::UNPAID];
+/// Calls whose scope another request may take once its window is over (`CallStatus::FINISHED`).
+const FINISHED: [CallStatus; 2] = CallStatus::FINISHED;
 
 /// What a claim's writes found (`claim::write`, `claim_pg::write`).
 enum Written {
@@ -92,17 +89,17 @@ pub async fn reopen_failed(
         .column(payment::Column::CallId)
         .from(payment::Entity)
         .and_where(payment::Column::CallId.eq(call_id))
-        .and_where(payment::Column::Status.is_in(pay_status::PAID))
+        .and_where(payment::Column::Status.is_in(PaymentStatus::PAID))
         .to_owned();
     let res = call::Entity::update_many()
-        .col_expr(call::Column::Status, status::PENDING.into())
+        .col_expr(call::Column::Status, CallStatus::Pending.into())
         .col_expr(
             call::Column::Runs,
             sea_orm::sea_query::Expr::col(call::Column::Runs).add(1),
         )
         .col_expr(call::Column::UpdatedAt, now.into())
         .filter(call::Column::Id.eq(call_id))
-        .filter(call::Column::Status.eq(status::FAILED))
+        .filter(call::Column::Status.eq(CallStatus::Failed))
         .filter(call::Column::Id.in_subquery(paid))
         .exec(db)
         .await?;
@@ -144,7 +141,7 @@ pub async fn refusal_of(
     Ok(payment::Entity::find()
         .filter(payment::Column::Payer.eq(payer))
         .filter(payment::Column::Nonce.eq(nonce))
-        .filter(payment::Column::Status.eq(pay_status::REFUSED))
+        .filter(payment::Column::Status.eq(PaymentStatus::Refused))
         .one(db)
         .await?
         .map(|p| p.error.unwrap_or_else(|| "settlement_refused".into())))

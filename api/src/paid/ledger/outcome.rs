@@ -4,12 +4,12 @@ use crate::x402::settle::SettleOutcome;
 use chrono::{DateTime, Utc};
 use grove_common::{
     db::{
-        calls::{self, Runner, status},
+        calls::{self, Runner},
         entities::{call, idempotency, payment},
-        payments::status as pay_status,
         write::{Done, Exec},
     },
     jobs::Started,
+    ledger::{CallStatus, PaymentStatus},
 };
 use sea_orm::{ColumnTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, QueryFilter};
 use std::sync::Arc;
@@ -68,11 +68,11 @@ pub async fn record_outcome_starting(
 }
 
 /// A settled payment's status: `unsettled` when it was only verified here (development).
-fn paid(local: bool) -> &'static str {
+fn paid(local: bool) -> PaymentStatus {
     if local {
-        pay_status::UNSETTLED
+        PaymentStatus::Unsettled
     } else {
-        pay_status::SETTLED
+        PaymentStatus::Settled
     }
 }
 
@@ -86,7 +86,7 @@ async fn write(
     let payment_update = payment::Entity::update_many()
         .col_expr(payment::Column::UpdatedAt, now.into())
         .filter(payment::Column::CallId.eq(call_id))
-        .filter(payment::Column::Status.is_in([pay_status::RESERVED, pay_status::UNKNOWN]));
+        .filter(payment::Column::Status.is_in([PaymentStatus::Reserved, PaymentStatus::Unknown]));
     let moved = match outcome {
         SettleOutcome::Settled { transaction, local } => {
             let tx = Some(transaction.clone()).filter(|t| !t.is_empty());
@@ -105,7 +105,7 @@ async fn write(
                 }));
             }
             let Some(runner) = start else {
-                let moved = move_call(e, call_id, status::PENDING, None, now).await?;
+                let moved = move_call(e, call_id, CallStatus::Pending, None, now).await?;
                 return Ok(Done::Commit(Recorded {
                     moved,
                     started: None,
@@ -129,9 +129,9 @@ async fn write(
             // same authorization pays once the operator fixes them, and the call's answer is not
             // a 402 (`codes::settlement_unavailable`).
             let (paid, code) = if outcome.is_operator_fault() {
-                (pay_status::RELEASED, "settlement_unavailable")
+                (PaymentStatus::Released, "settlement_unavailable")
             } else {
-                (pay_status::REFUSED, "settlement_failed")
+                (PaymentStatus::Refused, "settlement_failed")
             };
             let changed = payment_update
                 .col_expr(payment::Column::Status, paid.into())
@@ -144,7 +144,7 @@ async fn write(
                 && move_call(
                     e,
                     call_id,
-                    status::UNPAID,
+                    CallStatus::Unpaid,
                     Some(format!("{code}:{reason}")),
                     now,
                 )
@@ -158,7 +158,7 @@ async fn write(
         }
         SettleOutcome::Unknown { reason, sent } => {
             let mut update = payment_update
-                .col_expr(payment::Column::Status, pay_status::UNKNOWN.into())
+                .col_expr(payment::Column::Status, PaymentStatus::Unknown.into())
                 .col_expr(payment::Column::Error, Some(reason.clone()).into())
                 .col_expr(payment::Column::NextCheckAt, Some(now).into());
             if let Some(sent) = sent {
@@ -180,7 +180,7 @@ async fn write(
 async fn move_call(
     e: &impl Exec,
     call_id: Uuid,
-    to: &str,
+    to: CallStatus,
     error: Option<String>,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
@@ -189,6 +189,6 @@ async fn move_call(
         .col_expr(call::Column::Error, error.into())
         .col_expr(call::Column::UpdatedAt, now.into())
         .filter(call::Column::Id.eq(call_id))
-        .filter(call::Column::Status.eq(status::SETTLING));
+        .filter(call::Column::Status.eq(CallStatus::Settling));
     Ok(e.exec(&update).await? == 1)
 }

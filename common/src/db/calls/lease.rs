@@ -2,9 +2,10 @@
 //! renewed and taken over when its process died or its run stalled, and who may store its
 //! outcome (`Finisher`).
 
-use super::{load, status};
+use super::load;
 use crate::clock;
 use crate::db::entities::call;
+use crate::ledger::status::{CallKind, CallStatus};
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, ExprTrait,
@@ -61,7 +62,7 @@ pub enum Start {
     Busy(Holder),
     /// Nothing to run: the call is in this status (completed, failed, or not yet, or never,
     /// runnable: `settling`, `unpaid`).
-    Idle(String),
+    Idle(CallStatus),
     /// No such call.
     Missing,
 }
@@ -80,10 +81,10 @@ pub async fn start_attempt(
         .add(Expr::col(lease_until()).is_null())
         .add(Expr::col(lease_until()).lt(now));
     let runnable = Condition::any()
-        .add(call::Column::Status.eq(status::PENDING))
+        .add(call::Column::Status.eq(CallStatus::Pending))
         .add(
             Condition::all()
-                .add(call::Column::Status.eq(status::RUNNING))
+                .add(call::Column::Status.eq(CallStatus::Running))
                 .add(lapsed),
         );
     take(db, id, runner, runnable, now).await
@@ -102,7 +103,7 @@ pub async fn take_over(
         None => Expr::col(col).is_null(),
     };
     let held_by_it = Condition::all()
-        .add(call::Column::Status.eq(status::RUNNING))
+        .add(call::Column::Status.eq(CallStatus::Running))
         .add(same(
             lease_owner(),
             from.lease_owner.clone().map(Into::into),
@@ -118,13 +119,13 @@ pub async fn take_over(
 /// starting it again (`jobs::Started`).
 /// Leases run on the real clock, as every lease does (`start_attempt`).
 pub fn start_settled(id: Uuid, runner: Runner) -> UpdateMany<call::Entity> {
-    starting(id, runner, clock::wall()).filter(call::Column::Status.eq(status::SETTLING))
+    starting(id, runner, clock::wall()).filter(call::Column::Status.eq(CallStatus::Settling))
 }
 
 /// The update that gives `runner` the lease on call `id`, for the caller to add its condition.
 fn starting(id: Uuid, runner: Runner, now: DateTime<Utc>) -> UpdateMany<call::Entity> {
     call::Entity::update_many()
-        .col_expr(call::Column::Status, Expr::value(status::RUNNING))
+        .col_expr(call::Column::Status, Expr::value(CallStatus::Running))
         .col_expr(
             call::Column::Attempts,
             Expr::col(call::Column::Attempts).add(1),
@@ -152,7 +153,7 @@ async fn take(
     }
     Ok(match load(db, id).await? {
         None => Start::Missing,
-        Some(c) if c.status == status::RUNNING => match holder(db, id).await? {
+        Some(c) if c.status == CallStatus::Running => match holder(db, id).await? {
             Some(h) => Start::Busy(h),
             None => Start::Missing,
         },
@@ -199,8 +200,8 @@ pub async fn running_elsewhere(
     lease_columns(call::Entity::find())
         .column(call::Column::Id)
         .column(call::Column::RequestId)
-        .filter(call::Column::Status.eq(status::RUNNING))
-        .filter(call::Column::Kind.eq("coaching"))
+        .filter(call::Column::Status.eq(CallStatus::Running))
+        .filter(call::Column::Kind.eq(CallKind::Coaching))
         .filter(elsewhere)
         .order_by_asc(call::Column::UpdatedAt)
         .limit(limit)
@@ -216,7 +217,7 @@ pub async fn renew_lease(db: &DatabaseConnection, id: Uuid, owner: Uuid) -> Resu
     let updated = call::Entity::update_many()
         .col_expr(lease_until(), Expr::value(now + LEASE))
         .filter(call::Column::Id.eq(id))
-        .filter(call::Column::Status.eq(status::RUNNING))
+        .filter(call::Column::Status.eq(CallStatus::Running))
         .filter(Expr::col(lease_owner()).eq(owner.to_string()))
         .exec(db)
         .await?;
@@ -235,7 +236,7 @@ pub async fn adopt(db: &DatabaseConnection, runs: &[Uuid], process: i64) -> Resu
     let updated = call::Entity::update_many()
         .col_expr(lease_process(), Expr::value(process))
         .col_expr(lease_until(), Expr::value(now + LEASE))
-        .filter(call::Column::Status.eq(status::RUNNING))
+        .filter(call::Column::Status.eq(CallStatus::Running))
         .filter(Expr::col(lease_owner()).is_in(runs.iter().map(Uuid::to_string)))
         .exec(db)
         .await?;
@@ -256,7 +257,7 @@ impl Finisher {
     pub(super) fn guard(self) -> Condition {
         match self {
             Finisher::Run(owner) => Condition::all()
-                .add(call::Column::Status.eq(status::RUNNING))
+                .add(call::Column::Status.eq(CallStatus::Running))
                 .add(Expr::col(lease_owner()).eq(owner.to_string())),
             Finisher::Unleased => Condition::all(),
         }

@@ -7,8 +7,9 @@
 //! same writes as transactions on the caller's thread (`super::super::write`), where a statement
 //! costs no round trip.
 
-use super::{Finished, Finisher, status};
-use crate::db::{entities::result, payments::status as pay_status};
+use super::{Finished, Finisher};
+use crate::db::entities::result;
+use crate::ledger::status::{CallStatus, PaymentStatus};
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Statement, Value};
 use uuid::Uuid;
@@ -34,7 +35,7 @@ pub(super) async fn complete(
     let guard = match by {
         Finisher::Run(_) => format!(
             r#" AND "status" = '{}' AND "lease_owner" = $14"#,
-            status::RUNNING
+            CallStatus::Running
         ),
         Finisher::Unleased => r#" AND $14::varchar IS NULL"#.to_owned(),
     };
@@ -51,7 +52,7 @@ m AS (
     SELECT "id", $7, $8, $9::json, $10, $11, $12, $2 FROM c WHERE $13
     ON CONFLICT ("call_id", "run", "seq") DO NOTHING)
 SELECT (SELECT count(*) FROM c) AS "finished", (SELECT count(*) FROM r) AS "stored""#,
-        completed = status::COMPLETED,
+        completed = CallStatus::Completed,
     );
     let owner = match by {
         Finisher::Run(owner) => Some(owner.to_string()),
@@ -97,7 +98,7 @@ SELECT (SELECT count(*) FROM c) AS "finished", (SELECT count(*) FROM r) AS "stor
 pub async fn settled(
     db: &DatabaseConnection,
     call_id: Uuid,
-    settled: &str,
+    settled: PaymentStatus,
     transaction: Option<String>,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
@@ -109,16 +110,16 @@ c AS (
     UPDATE "calls" SET "status" = '{pending}', "error" = NULL, "updated_at" = $2
     WHERE "id" = $1 AND "status" = '{settling}' AND (SELECT count(*) FROM p) = 1 RETURNING "id")
 SELECT (SELECT count(*) FROM p) AS "paid", (SELECT count(*) FROM c) AS "moved""#,
-        pending = status::PENDING,
-        settling = status::SETTLING,
+        pending = CallStatus::Pending,
+        settling = CallStatus::Settling,
     );
     let values: [Value; 6] = [
         call_id.into(),
         now.into(),
         settled.into(),
         transaction.into(),
-        pay_status::RESERVED.into(),
-        pay_status::UNKNOWN.into(),
+        PaymentStatus::Reserved.into(),
+        PaymentStatus::Unknown.into(),
     ];
     let (paid, moved) = counts(db, sql, values, "paid", "moved").await?;
     Ok(paid == 1 && moved == 1)
