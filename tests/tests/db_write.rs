@@ -254,7 +254,7 @@ async fn a_panicking_body_leaves_nothing_and_the_connection_out_of_its_transacti
     assert_eq!(seen[0].receipt_id, "r2");
 }
 
-/// An update that reads its calls back (a run's start, `calls::start_attempt`) gets each call as
+/// An update that reads its calls back (a run's start, `ledger::start_attempt`) gets each call as
 /// sea-orm reads it: on SQLite the row is decoded from rusqlite, elsewhere by sea-orm.
 #[tokio::test]
 async fn an_update_reads_back_the_calls_it_changed_as_sea_orm_reads_them() {

@@ -1,9 +1,9 @@
 //! A run started with its settlement (issue 12): the embedded api starts a settled coaching
-//! call's run in the transaction that records the settlement (`calls::start_settled`), and the
+//! call's run in the transaction that records the settlement (`ledger::start_settled`), and the
 //! worker beside it does the work without starting it again. A job that waited in the queue
 //! past a renewal period renews the lease first, and leaves a call whose lease another run took.
 
-use grove_common::ledger::CallStatus;
+use grove_common::ledger::{self, CallStatus};
 use grove_common::{
     clock::{Clock, SystemClock},
     completion::Completions,
@@ -66,7 +66,7 @@ const CALL_DEADLINE: Duration = Duration::from_secs(20);
 
 /// `settling → running` for `runner`, as the settlement's transaction does it.
 async fn start_settled(db: &DatabaseConnection, id: Uuid, runner: Runner) -> Option<call::Model> {
-    let started = write::update_calls(db, calls::start_settled(id, runner))
+    let started = write::update_calls(db, ledger::start_settled(id, runner))
         .await
         .expect("start with the settlement");
     assert!(started.len() <= 1);
@@ -187,10 +187,10 @@ async fn a_started_job_that_waited_leaves_a_call_another_run_took() {
     };
     let taker = new_runner(runner.process);
     assert!(matches!(
-        calls::take_over(&db, id, &from, taker)
+        ledger::take_over(&db, id, &from, taker)
             .await
             .expect("take over"),
-        calls::Start::Started(_)
+        ledger::Start::Started(_)
     ));
 
     let queued_since = Instant::now() - calls::LEASE_RENEW_EVERY * 2;

@@ -64,7 +64,7 @@ pub(crate) async fn after_settled_stored(
 
 async fn not_recorded(state: &AppState, call_id: Uuid) -> Result<(), DbErr> {
     let why = "could not record the paid request";
-    calls::fail(&state.db, call_id, calls::Finisher::Unleased, why).await?;
+    grove_common::ledger::fail(&state.db, call_id, calls::Finisher::Unleased, why).await?;
     state.completions.notify(call_id).await;
     Ok(())
 }

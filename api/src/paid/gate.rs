@@ -29,10 +29,7 @@ use crate::{
         smart_wallet::{self, WalletCheckError},
     },
 };
-use grove_common::{
-    db::{calls::Runner, entities::call},
-    ledger::CallKind,
-};
+use grove_common::db::entities::call;
 use tokio::time::Instant;
 use tracing::Instrument;
 use uuid::Uuid;
@@ -241,15 +238,9 @@ async fn settle_and_wait(
         .await;
     span.record("payment.outcome", outcome.label());
     state.metrics.settlement(outcome.label());
-    // With the worker in this process, a settled coaching call's run starts in the outcome's
-    // own transaction (issue 12: one write transaction fewer per paid call).
-    let runner = match (product.kind(), state.worker_process) {
-        (CallKind::Coaching, Some(process)) => Some(Runner {
-            run: Uuid::now_v7(),
-            process,
-        }),
-        _ => None,
-    };
+    // A product whose run this process's worker may start does so in the outcome's own
+    // transaction (issue 12: one write transaction fewer per paid call).
+    let runner = product.run_with_settlement(state);
     let now = state.clock.wall();
     let span = grove_common::telemetry::db_span(&state.db, "UPDATE", "payments");
     let Recorded { moved, started } =

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use grove_common::{
     catalog::{CoachId, ModeId},
     config::Config,
-    db::entities::call,
+    db::{calls::Runner, entities::call},
     health::ProviderId,
     jobs::Job,
     ledger::CallKind,
@@ -78,6 +78,14 @@ pub trait Product: Send + Sync {
     async fn settlement_refused(&self, state: &AppState, call_id: Uuid) -> Result<(), DbErr> {
         let _ = (state, call_id);
         Ok(())
+    }
+
+    /// The run to start in the transaction that records the settlement, when this process's
+    /// own worker does the work in place (`ledger::record`, issue 12); None: the job is pushed
+    /// and a worker starts the run.
+    fn run_with_settlement(&self, state: &AppState) -> Option<Runner> {
+        let _ = state;
+        None
     }
 
     /// The payment settled: record what it bought (idempotently: a free re-run, reconciliation

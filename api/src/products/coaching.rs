@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use grove_common::{
     catalog::{self, Coach, Mode},
     config::Config,
-    db::entities::call,
+    db::{calls::Runner, entities::call},
     health::ProviderId,
     jobs::{CoachingJob, Job},
     ledger::CallKind,
@@ -118,6 +118,14 @@ impl Product for CoachingCall {
 
     fn scope_body(&self) -> &Value {
         &self.body
+    }
+
+    /// With the worker in this process, the coaching run starts with its settlement.
+    fn run_with_settlement(&self, state: &AppState) -> Option<Runner> {
+        state.worker_process.map(|process| Runner {
+            run: uuid::Uuid::now_v7(),
+            process,
+        })
     }
 
     async fn after_settled(&self, _state: &AppState, call: &call::Model) -> Result<Job, DbErr> {

@@ -7,7 +7,7 @@ use grove_common::{
         calls,
         reviews::{self, message_kind},
     },
-    ledger::CallStatus,
+    ledger::{self, CallStatus},
     receipt,
     review::{MessageStatus, ReviewStatus, message},
 };
@@ -62,7 +62,7 @@ pub(super) async fn first_outcome(deps: &Deps, review_id: &str) -> Result<(), Jo
         receipt::json(&call.receipt_id, call.created_at),
         failure,
     );
-    let stored = calls::complete(
+    let stored = ledger::complete(
         &deps.db,
         call.id,
         calls::Finisher::Unleased,

@@ -133,21 +133,14 @@ fn lease(state: &AppState) -> Duration {
 /// Reservations whose outcome was never recorded, past `stale_reservation_after`: unknown, due now.
 async fn reservations_left_unknown(state: &AppState, now: DateTime<Utc>) -> Result<u64, DbErr> {
     let cutoff = now - stale_reservation_after(state);
-    let res = payment::Entity::update_many()
-        .col_expr(payment::Column::Status, Expr::value(PaymentStatus::Unknown))
-        .col_expr(payment::Column::NextCheckAt, Expr::value(now))
-        .col_expr(payment::Column::UpdatedAt, Expr::value(now))
-        .filter(payments::status_is(PaymentStatus::Reserved))
-        .filter(payment::Column::UpdatedAt.lt(cutoff))
-        .exec(&state.db)
-        .await?;
-    if res.rows_affected > 0 {
+    let moved = grove_common::ledger::reservations_unknown(&state.db, cutoff, now).await?;
+    if moved > 0 {
         tracing::warn!(
-            payments = res.rows_affected,
+            payments = moved,
             "settlements whose process ended before their outcome was recorded; reconciling them as unknown"
         );
     }
-    Ok(res.rows_affected)
+    Ok(moved)
 }
 
 /// One pass: reservations left without an outcome, every due unknown payment, then every
