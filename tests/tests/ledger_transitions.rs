@@ -9,7 +9,9 @@ use grove_common::{
         calls::{self, Finisher, Runner},
         entities::{call, payment, result},
     },
-    ledger::{self, CallStatus, PaymentStatus, Settlement, Start, call_from},
+    ledger::{
+        self, CallStatus, PaymentStatus, Settlement, Start, TransferStanding, Watched, call_from,
+    },
 };
 use grove_tests::{TestDb, db::insert_call};
 use sea_orm::{ActiveValue::Set, DatabaseConnection, EntityTrait, Iterable};
@@ -50,6 +52,7 @@ async fn insert_payment(db: &DatabaseConnection, call_id: Uuid, status: PaymentS
         next_check_at: Set(None),
         sent_tx: Set(None),
         sent_tx_raw: Set(None),
+        final_at: Set(None),
         created_at: Set(then),
         updated_at: Set(then),
     };
@@ -301,4 +304,51 @@ async fn only_a_stale_reservation_is_handed_to_reconciliation() {
             .expect("sweep"),
         0
     );
+}
+
+#[tokio::test]
+async fn only_the_reorg_watch_moves_a_settled_payment_and_only_between_settled_and_reorged() {
+    let (_test_db, db) = TestDb::migrated().await;
+    let gone = TransferStanding::Gone {
+        reason: "transaction not found".into(),
+    };
+    for from in PaymentStatus::iter() {
+        for (standing, to) in [
+            (gone.clone(), PaymentStatus::Reorged),
+            (TransferStanding::Final, PaymentStatus::Settled),
+        ] {
+            let id = insert_call(&db, CallStatus::Completed).await;
+            insert_payment(&db, id, from).await;
+            let before = payment_row(&db, id).await;
+            let now = Utc::now();
+            let watched = ledger::record_standing(&db, &before, &standing, now, now)
+                .await
+                .expect("watch");
+            let after = payment_row(&db, id).await;
+            if from.may_become(to) {
+                assert_eq!(after.status, to, "{standing:?} from {from}");
+                assert_ne!(watched, Watched::Lost, "{standing:?} from {from}");
+            } else if ledger::WATCHED_FROM.contains(&from) {
+                // Watched, and no move: gone again (already surfaced), or final where it was.
+                assert_eq!(after.status, from, "{standing:?} from {from}");
+            } else {
+                assert_eq!(watched, Watched::Lost, "{standing:?} from {from}");
+                assert_eq!(after, before, "{standing:?} from {from} wrote nothing");
+            }
+        }
+    }
+    // A write from a stale read is refused: the watch read it settled, it is reorged now.
+    let id = insert_call(&db, CallStatus::Completed).await;
+    insert_payment(&db, id, PaymentStatus::Settled).await;
+    let read = payment_row(&db, id).await;
+    let now = Utc::now();
+    let first = ledger::record_standing(&db, &read, &gone, now, now)
+        .await
+        .expect("watch");
+    assert_eq!(first, Watched::Reorged);
+    let again = ledger::record_standing(&db, &read, &gone, now, now)
+        .await
+        .expect("watch");
+    assert_eq!(again, Watched::Lost);
+    assert_eq!(payment_row(&db, id).await.status, PaymentStatus::Reorged);
 }

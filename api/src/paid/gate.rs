@@ -32,7 +32,6 @@ use crate::{
 use grove_common::db::entities::call;
 use tokio::time::Instant;
 use tracing::Instrument;
-use uuid::Uuid;
 
 /// Seconds a client waits before retrying when the chain could not check its wallet's signature.
 const WALLET_CHECK_RETRY_AFTER_S: u64 = 5;
@@ -121,8 +120,11 @@ pub async fn purchase(
             fulfil::repeat(state, product, call_id, deadline).await?
         }
         Claim::New(call) => {
-            // A paid coaching call is ahead of new ones from here until its job is pushed.
-            let settling = (product.kind() == Kind::Coaching).then(|| state.admission.paid());
+            // A paid call that waits on the model is ahead of new ones from here until its job
+            // is pushed.
+            let settling = product
+                .admitted_by_capacity()
+                .then(|| state.admission.paid());
             let call = *call;
             let request = &settle_request;
             settle_and_wait(state, &terms, product, call, request, deadline, settling).await?

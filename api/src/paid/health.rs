@@ -44,7 +44,7 @@ pub(super) fn left_for_later(state: &AppState, product: &dyn Product) -> bool {
 /// `Err(OverCapacity)` when a new `product` call could not finish within the deadline; only
 /// coaching calls wait on the model, so only they are measured.
 pub(super) fn within_capacity(state: &AppState, product: &dyn Product) -> Result<(), ApiError> {
-    if product.kind() != Kind::Coaching {
+    if !product.admitted_by_capacity() {
         return Ok(());
     }
     let Err(wait) = state.admission.quote() else {

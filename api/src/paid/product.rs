@@ -55,6 +55,13 @@ pub trait Product: Send + Sync {
         None
     }
 
+    /// Whether its work waits in the coaching queue that admission measures
+    /// (`paid::admission`): such a call is priced only while it could finish within the
+    /// deadline, and counts as ahead of new ones while it settles.
+    fn admitted_by_capacity(&self) -> bool {
+        false
+    }
+
     /// What the 402 offers: the resource, its price, its schemas and an example.
     fn offer<'s>(&self, schemas: &'s SchemaRegistry) -> Offer<'s>;
 

@@ -78,6 +78,11 @@ impl Product for CoachingCall {
         CallKind::Coaching
     }
 
+    /// It waits on the model, in the queue admission measures.
+    fn admitted_by_capacity(&self) -> bool {
+        true
+    }
+
     /// Ten minutes, so that a plain retry is safe (interface spec, "idempotency window
     /// without key").
     fn keyless_window(&self) -> Duration {

@@ -6,10 +6,9 @@ use crate::ledger::status::PaymentStatus;
 /// Settled payments whose transfer is not final yet (the reorg watch's partial index,
 /// migration 21), as a literal for the same reason as `status_is`.
 pub fn settled_not_final() -> sea_orm::sea_query::SimpleExpr {
+    let [settled, reorged] = PaymentStatus::WATCHED;
     sea_orm::sea_query::Expr::cust(format!(
-        r#""status" IN ('{}', '{}') AND "final_at" IS NULL"#,
-        PaymentStatus::Settled,
-        PaymentStatus::Reorged
+        r#""status" IN ('{settled}', '{reorged}') AND "final_at" IS NULL"#
     ))
 }
 

@@ -4,13 +4,15 @@
 //! from in its UPDATE's WHERE, so that of racing writers one moves and the others are told they
 //! did not (`false`, `None`, `Start::Idle`). Everything else (the gate, reconciliation,
 //! recovery, the free re-run, the worker's runs) hands the ledger an event and acts on what it
-//! returns. `tests/tests/ledger_writes.rs` checks that no other module writes those columns.
+//! returns. A test here (`tests::nothing_but_the_ledger_writes_a_call_or_payment_status`) checks
+//! that no other module writes those columns.
 //!
 //! - `claim`: a new call (`settling`) and its payment's reservation (`reserved`, or taking over
 //!   a `released` one), with its idempotency scope and receipt, in one transaction.
 //! - `settlement`: a settlement's outcome onto the payment and its call; reservations left
 //!   without one, handed to reconciliation.
 //! - `call`: a run's start and takeover, completion, failure, and the free re-run.
+//! - `reorg`: the reorg watch's moves of a settled payment (`settled ↔ reorged`) and its end.
 //! - `pg`: those writes on PostgreSQL as one statement each (issue 12).
 
 mod call;
@@ -18,12 +20,14 @@ mod claim;
 mod claim_pg;
 pub mod from;
 mod pg;
+mod reorg;
 mod settlement;
 pub mod status;
 
 pub use call::{Start, complete, fail, reopen_failed, start_attempt, start_settled, take_over};
 pub use claim::{Claim, NewCall, NewPayment, Scope, claim};
 pub use from as call_from;
+pub use reorg::{TransferStanding, WATCHED_FROM, Watched, record_standing};
 pub use settlement::{
     OUTCOME_FROM, Recorded, SETTLEMENT_FAILED, SETTLEMENT_UNAVAILABLE, Settlement, record,
     reservations_unknown,

@@ -111,6 +111,10 @@ pub enum PaymentStatus {
     /// The transfer may or may not have happened; the reconciliation sweep finds out.
     #[sea_orm(string_value = "unknown")]
     Unknown,
+    /// Settled (the call delivered), then its transfer left the chain: a reorg dropped it, or it
+    /// never was mined. For an operator; the reorg watch keeps looking for it to come back.
+    #[sea_orm(string_value = "reorged")]
+    Reorged,
 }
 
 impl PaymentStatus {
@@ -123,6 +127,9 @@ impl PaymentStatus {
     /// States whose settlement's outcome is still to be written.
     pub const OPEN: [PaymentStatus; 2] = [PaymentStatus::Reserved, PaymentStatus::Unknown];
 
+    /// States the reorg watch reads until the transfer is final, and moves between.
+    pub const WATCHED: [PaymentStatus; 2] = [PaymentStatus::Settled, PaymentStatus::Reorged];
+
     pub const fn as_str(self) -> &'static str {
         match self {
             PaymentStatus::Reserved => "reserved",
@@ -131,12 +138,14 @@ impl PaymentStatus {
             PaymentStatus::Refused => "refused",
             PaymentStatus::Released => "released",
             PaymentStatus::Unknown => "unknown",
+            PaymentStatus::Reorged => "reorged",
         }
     }
 
     /// Whether a payment at `self` may move to `to`. `released → reserved` is a new request
     /// taking over an authorization whose reservation was handed back; `unknown → unknown` is a
-    /// reconciliation check that learned nothing.
+    /// reconciliation check that learned nothing. `settled → reorged → settled` is the reorg
+    /// watch's alone: a delivered call's transfer left the chain, then came back.
     pub fn may_become(self, to: PaymentStatus) -> bool {
         use PaymentStatus::*;
         matches!(
@@ -145,6 +154,8 @@ impl PaymentStatus {
                 Reserved | Unknown,
                 Settled | Unsettled | Refused | Released | Unknown
             ) | (Released, Reserved)
+                | (Settled, Reorged)
+                | (Reorged, Settled)
         )
     }
 
@@ -222,7 +233,8 @@ mod tests {
                 "unsettled",
                 "refused",
                 "released",
-                "unknown"
+                "unknown",
+                "reorged"
             ]
         );
         let kinds: Vec<_> = CallKind::iter().map(|k| k.to_value()).collect();
@@ -263,10 +275,32 @@ mod tests {
     #[test]
     fn a_payment_outcome_is_written_once() {
         use PaymentStatus::*;
-        for end in [Settled, Unsettled, Refused] {
+        for end in [Unsettled, Refused] {
             assert!(end.is_terminal(), "{end}");
             assert_eq!(PaymentStatus::sources(end), PaymentStatus::OPEN);
         }
         assert_eq!(PaymentStatus::sources(Reserved), [Released]);
+    }
+
+    #[test]
+    fn only_the_reorg_watch_moves_a_settled_payment() {
+        use PaymentStatus::*;
+        let leaving: Vec<_> = PaymentStatus::iter()
+            .filter(|to| Settled.may_become(*to))
+            .collect();
+        assert_eq!(leaving, [Reorged]);
+        assert_eq!(PaymentStatus::sources(Reorged), [Settled]);
+        let back: Vec<_> = PaymentStatus::iter()
+            .filter(|to| Reorged.may_become(*to))
+            .collect();
+        assert_eq!(back, [Settled]);
+        assert_eq!(
+            PaymentStatus::sources(Settled),
+            [Reserved, Unknown, Reorged]
+        );
+        assert!(
+            !Unsettled.may_become(Reorged),
+            "nothing moved, nothing to drop"
+        );
     }
 }

@@ -4,12 +4,12 @@
 
 mod outcome;
 mod settler_nonce;
-mod watched;
 
-pub use grove_common::ledger::{Claim, NewCall, NewPayment, Recorded, reopen_failed};
+pub use grove_common::ledger::{
+    Claim, NewCall, NewPayment, Recorded, Watched, record_standing, reopen_failed,
+};
 pub use outcome::{record_outcome, record_outcome_starting};
 pub use settler_nonce::SharedNonces;
-pub use watched::{Watched, record_standing};
 
 use super::idempotency::Scope;
 use chrono::{DateTime, Utc};
