@@ -67,16 +67,17 @@ pub async fn record_standing(
     let watched = match standing {
         TransferStanding::Final => {
             update = update
-                .col_expr(payment::Column::UpdatedAt, Expr::value(now))
                 .col_expr(payment::Column::FinalAt, Expr::value(Some(now)))
                 .col_expr(
                     payment::Column::NextCheckAt,
                     Expr::value(Option::<DateTime<Utc>>::None),
                 );
+            // `restore` sets `updated_at` itself: PostgreSQL refuses a column assigned twice.
             if was_reorged {
                 update = restore(update);
                 Watched::Restored
             } else {
+                update = update.col_expr(payment::Column::UpdatedAt, Expr::value(now));
                 Watched::Final
             }
         }
