@@ -53,7 +53,7 @@ pub struct CoachingJob {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
     /// The run the embedded api already started in the transaction that recorded the call's
-    /// settlement (`calls::start_settled`). It only travels through the in-process queue: it is
+    /// settlement (`ledger::start_settled`). It only travels through the in-process queue: it is
     /// never serialized, so a job read from Redis starts its run itself.
     #[serde(skip)]
     pub started: Option<Started>,

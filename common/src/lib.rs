@@ -12,6 +12,7 @@ pub mod doctor;
 pub mod health;
 pub mod http_client;
 pub mod jobs;
+pub mod ledger;
 pub mod load;
 pub mod metrics;
 pub mod modes;

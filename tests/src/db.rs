@@ -120,20 +120,22 @@ impl Drop for TestDb {
 /// test can place an event exactly between two of them without timing anything.
 /// A coaching call's row in `status` (mary, `diagnose_growth`, a caller's body), with no lease
 /// and no payment: a test changes what it needs, then inserts it (`insert_row`).
-pub fn call_row(status: &str) -> grove_common::db::entities::call::ActiveModel {
+pub fn call_row(
+    status: grove_common::ledger::CallStatus,
+) -> grove_common::db::entities::call::ActiveModel {
     use grove_common::db::entities::call;
     use sea_orm::ActiveValue::Set;
     let id = uuid::Uuid::now_v7();
     let now = chrono::Utc::now();
     call::ActiveModel {
         id: Set(id),
-        kind: Set("coaching".into()),
-        agent: Set(Some("mary".into())),
-        mode: Set(Some("diagnose_growth".into())),
+        kind: Set(grove_common::ledger::CallKind::Coaching),
+        agent: Set(Some(grove_common::catalog::CoachId::Mary)),
+        mode: Set(Some(grove_common::catalog::ModeId::DiagnoseGrowth)),
         payer: Set("0x00000000000000000000000000000000000000aa".into()),
         request_hash: Set(format!("hash-{id}")),
         request: Set(crate::llm::caller_body("diagnose_growth")),
-        status: Set(status.into()),
+        status: Set(status),
         attempts: Set(0),
         runs: Set(0),
         error: Set(None),
@@ -160,7 +162,10 @@ pub async fn insert_row(
 }
 
 /// A coaching call in `status` (`call_row`), inserted.
-pub async fn insert_call(db: &sea_orm::DatabaseConnection, status: &str) -> uuid::Uuid {
+pub async fn insert_call(
+    db: &sea_orm::DatabaseConnection,
+    status: grove_common::ledger::CallStatus,
+) -> uuid::Uuid {
     insert_row(db, call_row(status)).await
 }
 

@@ -2,10 +2,7 @@
 //! the request, `scheduled` to go at `now`. Worker-level tests run the send job on it directly.
 
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
-use grove_common::db::{
-    calls,
-    entities::{consent, review_request},
-};
+use grove_common::db::entities::{consent, review_request};
 use grove_common::review::ReviewStatus;
 use sea_orm::{ActiveValue::Set, DatabaseConnection, EntityTrait, prelude::Uuid};
 use serde_json::json;
@@ -27,8 +24,8 @@ pub async fn insert_request(
     now: DateTime<Utc>,
     follow_up: bool,
 ) -> (Uuid, String) {
-    let mut row = crate::db::call_row(calls::status::PENDING);
-    row.kind = Set("review_request".into());
+    let mut row = crate::db::call_row(grove_common::ledger::CallStatus::Pending);
+    row.kind = Set(grove_common::ledger::CallKind::ReviewRequest);
     row.agent = Set(None);
     row.mode = Set(None);
     row.request = Set(json!({}));

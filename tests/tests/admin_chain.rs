@@ -142,7 +142,7 @@ async fn a_set_aside_payment_is_resolved_settled_only_with_the_transaction_the_c
     assert_eq!(status, 409, "{refused}");
     assert_eq!(refused["error"]["code"], "chain_disagrees");
     let p = the_payment(&db).await;
-    assert_eq!(p.status, "unknown", "nothing changed");
+    assert_eq!(p.status.as_str(), "unknown", "nothing changed");
 
     // With the transaction that paid: settled, and the call runs as reconciliation would run it.
     let (status, done) = resolve(

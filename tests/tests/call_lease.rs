@@ -7,11 +7,12 @@ use futures::StreamExt;
 use grove_common::{
     completion,
     db::{
-        calls::{self, Finisher, Runner, Start},
+        calls::{self, Finisher, Runner},
         entities::call,
         liveness::Liveness,
     },
     jobs::{self, CoachingJob},
+    ledger::{self, CallStatus, Start},
     queue::JobQueue,
 };
 use grove_tests::{
@@ -56,12 +57,12 @@ fn runner(process: i64) -> Runner {
 #[tokio::test]
 async fn a_call_starts_once_and_is_taken_over_only_after_its_lease_lapses() {
     let (_test_db, db) = TestDb::migrated().await;
-    let id = insert_call(&db, calls::status::PENDING).await;
+    let id = insert_call(&db, CallStatus::Pending).await;
     let (first, second) = (runner(1), runner(2));
 
-    let started = calls::start_attempt(&db, id, first).await.expect("start");
-    assert!(matches!(started, Start::Started(ref c) if c.status == "running"));
-    match calls::start_attempt(&db, id, second).await.expect("start") {
+    let started = ledger::start_attempt(&db, id, first).await.expect("start");
+    assert!(matches!(started, Start::Started(ref c) if c.status == CallStatus::Running));
+    match ledger::start_attempt(&db, id, second).await.expect("start") {
         Start::Busy(holder) => {
             assert_eq!(holder.lease_owner, Some(first.run.to_string()));
             assert_eq!(holder.lease_process, Some(1));
@@ -77,7 +78,7 @@ async fn a_call_starts_once_and_is_taken_over_only_after_its_lease_lapses() {
 
     lapse_lease(&db, id).await;
     assert!(matches!(
-        calls::start_attempt(&db, id, second).await.expect("start"),
+        ledger::start_attempt(&db, id, second).await.expect("start"),
         Start::Started(_)
     ));
     assert!(
@@ -95,7 +96,7 @@ async fn a_call_starts_once_and_is_taken_over_only_after_its_lease_lapses() {
 #[tokio::test]
 async fn a_run_whose_process_died_is_taken_over_at_once_and_cannot_store_over_the_new_run() {
     let (test_db, db) = TestDb::migrated().await;
-    let id = insert_call(&db, calls::status::PENDING).await;
+    let id = insert_call(&db, CallStatus::Pending).await;
     let dying = Liveness::claim(&db, &test_db.url)
         .await
         .expect("first process");
@@ -108,11 +109,11 @@ async fn a_run_whose_process_died_is_taken_over_at_once_and_cannot_store_over_th
         runner(living.key()),
     );
     assert!(matches!(
-        calls::start_attempt(&db, id, first).await.expect("start"),
+        ledger::start_attempt(&db, id, first).await.expect("start"),
         Start::Started(_)
     ));
 
-    let Start::Busy(holder) = calls::start_attempt(&db, id, second).await.expect("start") else {
+    let Start::Busy(holder) = ledger::start_attempt(&db, id, second).await.expect("start") else {
         panic!("a live run holds the call");
     };
     assert!(living.is_alive(&db, dying.key()).await.expect("alive?"));
@@ -129,14 +130,14 @@ async fn a_run_whose_process_died_is_taken_over_at_once_and_cannot_store_over_th
     let until = holder.lease_until.expect("a time lease");
     assert!(until > chrono::Utc::now(), "the time lease has not lapsed");
     assert!(matches!(
-        calls::take_over(&db, id, &holder, second)
+        ledger::take_over(&db, id, &holder, second)
             .await
             .expect("take over"),
         Start::Started(_)
     ));
     // Another process that read the same dead holder loses the compare-and-set.
     assert!(matches!(
-        calls::take_over(&db, id, &holder, third)
+        ledger::take_over(&db, id, &holder, third)
             .await
             .expect("take over"),
         Start::Busy(_)
@@ -144,7 +145,7 @@ async fn a_run_whose_process_died_is_taken_over_at_once_and_cannot_store_over_th
 
     // The dead run's late outcome is refused; the new run's is stored.
     assert!(
-        calls::complete(
+        ledger::complete(
             &db,
             id,
             Finisher::Run(first.run),
@@ -158,7 +159,7 @@ async fn a_run_whose_process_died_is_taken_over_at_once_and_cannot_store_over_th
         .is_none()
     );
     assert!(
-        !calls::fail(&db, id, Finisher::Run(first.run), "late failure")
+        !ledger::fail(&db, id, Finisher::Run(first.run), "late failure")
             .await
             .expect("fail")
     );
@@ -168,10 +169,10 @@ async fn a_run_whose_process_died_is_taken_over_at_once_and_cannot_store_over_th
             .expect("load")
             .expect("row")
             .status,
-        "running"
+        CallStatus::Running
     );
     assert!(
-        calls::complete(
+        ledger::complete(
             &db,
             id,
             Finisher::Run(second.run),
@@ -213,9 +214,14 @@ async fn only_a_pending_call_starts() {
     let (_test_db, db) = TestDb::migrated().await;
     // `settling`: the payment's outcome is unknown; `unpaid`: it was refused; `failed` runs
     // again only once the API reopens it to `pending`.
-    for status in ["settling", "unpaid", "failed", "completed"] {
+    for status in [
+        CallStatus::Settling,
+        CallStatus::Unpaid,
+        CallStatus::Failed,
+        CallStatus::Completed,
+    ] {
         let id = insert_call(&db, status).await;
-        match calls::start_attempt(&db, id, runner(1))
+        match ledger::start_attempt(&db, id, runner(1))
             .await
             .expect("start")
         {
@@ -224,7 +230,7 @@ async fn only_a_pending_call_starts() {
         }
     }
     assert!(matches!(
-        calls::start_attempt(&db, Uuid::now_v7(), runner(1))
+        ledger::start_attempt(&db, Uuid::now_v7(), runner(1))
             .await
             .expect("start"),
         Start::Missing
@@ -296,7 +302,7 @@ async fn a_duplicate_delivery_during_a_live_run_makes_no_second_model_call() {
     assert_eq!(rig.llm.received(), 1, "one model call");
     assert_eq!(rig.llm.completed(), 1);
     let row = calls::load(&db, row.id).await.expect("load").expect("row");
-    assert_eq!(row.status, "completed");
+    assert_eq!(row.status, CallStatus::Completed);
     assert_eq!(row.attempts, 1, "the duplicate never started the call");
 }
 
@@ -306,8 +312,8 @@ async fn a_duplicate_delivery_during_a_live_run_makes_no_second_model_call() {
 #[tokio::test]
 async fn a_call_keeps_its_first_result() {
     let (_test_db, db) = TestDb::migrated().await;
-    let id = insert_call(&db, "running").await;
-    let first = calls::complete(
+    let id = insert_call(&db, CallStatus::Running).await;
+    let first = ledger::complete(
         &db,
         id,
         Finisher::Unleased,
@@ -325,7 +331,7 @@ async fn a_call_keeps_its_first_result() {
     );
     let mut late = answer("late");
     late.seq = 1;
-    let second = calls::complete(
+    let second = ledger::complete(
         &db,
         id,
         Finisher::Unleased,
@@ -350,5 +356,5 @@ async fn a_call_keeps_its_first_result() {
     assert_eq!(answers.len(), 1);
     assert_eq!(answers[0].outcome, json!({"ok": {"run": "late"}}));
     let row = calls::load(&db, id).await.expect("load").expect("row");
-    assert_eq!(row.status, "completed");
+    assert_eq!(row.status, CallStatus::Completed);
 }

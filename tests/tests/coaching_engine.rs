@@ -3,6 +3,8 @@
 //! quoted back, safe repairs spare a re-ask, a cut-off answer gets one larger retry, one deadline
 //! bounds the call, and usage counts every attempt. Each test counts the model calls it caused.
 
+use grove_common::catalog::{CoachId, ModeId};
+use grove_common::ledger::CallStatus;
 use grove_common::{
     config::{LlmConfig, LlmProviderKind},
     db::{calls, entities::call},
@@ -54,9 +56,9 @@ async fn rig(call_deadline: Duration) -> Rig {
 }
 
 async fn paid_call(db: &DatabaseConnection, coach: &str, mode: &str) -> call::Model {
-    let mut row = call_row("running");
-    row.agent = Set(Some(coach.into()));
-    row.mode = Set(Some(mode.into()));
+    let mut row = call_row(CallStatus::Running);
+    row.agent = Set(Some(CoachId::parse(coach).expect("a coach")));
+    row.mode = Set(Some(ModeId::parse(mode).expect("a mode")));
     row.request = Set(caller_body(mode));
     row.attempts = Set(1);
     let id = insert_row(db, row).await;

@@ -2,6 +2,7 @@
 //! back was a fifth of PostgreSQL's statements per paid call), and what it carries is what a
 //! later read returns: on PostgreSQL the result is kept as the JSON text it was written as.
 
+use grove_common::ledger::{self, CallStatus};
 use grove_common::{
     completion::{CARRIED_LIMIT, Completions},
     db::{calls, entities::result},
@@ -131,9 +132,9 @@ async fn on_postgresql_a_result_is_read_back_as_written() {
         }
     }
 
-    let id = grove_tests::db::insert_call(&db, calls::status::PENDING).await;
+    let id = grove_tests::db::insert_call(&db, CallStatus::Pending).await;
     let body = json!({"zeta": 1, "alpha": {"y": [1, 2], "b": "ü\"x"}, "m": "y".repeat(5000)});
-    let stored = calls::complete(
+    let stored = ledger::complete(
         &db,
         id,
         calls::Finisher::Unleased,

@@ -6,10 +6,12 @@
 
 use chrono::{TimeZone, Utc};
 use grove_common::{
+    catalog::CoachId,
     db::{
         entities::{call, payment},
         write::{Done, Exec, Inserted},
     },
+    ledger::{CallKind, CallStatus, PaymentStatus},
     transaction,
 };
 use grove_tests::TestDb;
@@ -22,13 +24,13 @@ use uuid::Uuid;
 fn a_call(id: Uuid, receipt: &str) -> call::Model {
     call::Model {
         id,
-        kind: "coaching".into(),
-        agent: Some("sales".into()),
+        kind: CallKind::Coaching,
+        agent: Some(CoachId::Mary),
         mode: None,
         payer: "0xAbC0000000000000000000000000000000000001".into(),
         request_hash: "h".repeat(64),
         request: json!({"messages": [{"role": "user", "content": "Grüße \"quoted\" ☕"}], "n": 1.5, "z": null}),
-        status: "settling".into(),
+        status: CallStatus::Settling,
         attempts: 3,
         runs: -1,
         error: None,
@@ -49,7 +51,7 @@ fn a_payment(id: Uuid, call_id: Uuid, nonce: &str) -> payment::Model {
         amount: "180000".into(),
         network: "eip155:8453".into(),
         x402_version: 2,
-        status: "reserved".into(),
+        status: PaymentStatus::Reserved,
         transaction: None,
         error: Some("x".into()),
         settle_request: Some(json!({"a": [1, 2, {"b": true}]})),
@@ -252,7 +254,7 @@ async fn a_panicking_body_leaves_nothing_and_the_connection_out_of_its_transacti
     assert_eq!(seen[0].receipt_id, "r2");
 }
 
-/// An update that reads its calls back (a run's start, `calls::start_attempt`) gets each call as
+/// An update that reads its calls back (a run's start, `ledger::start_attempt`) gets each call as
 /// sea-orm reads it: on SQLite the row is decoded from rusqlite, elsewhere by sea-orm.
 #[tokio::test]
 async fn an_update_reads_back_the_calls_it_changed_as_sea_orm_reads_them() {
@@ -271,7 +273,7 @@ async fn an_update_reads_back_the_calls_it_changed_as_sea_orm_reads_them() {
             .expect("insert");
     }
     let update = call::Entity::update_many()
-        .col_expr(call::Column::Status, "running".into())
+        .col_expr(call::Column::Status, CallStatus::Running.into())
         .col_expr(call::Column::UpdatedAt, Utc::now().into())
         .filter(call::Column::Id.is_in([first, second]));
     let mut returned = grove_common::db::write::update_calls(&db, update)
@@ -286,7 +288,7 @@ async fn an_update_reads_back_the_calls_it_changed_as_sea_orm_reads_them() {
             .expect("read")
             .expect("row");
         assert_eq!(c, &read);
-        assert_eq!(c.status, "running");
+        assert_eq!(c.status, CallStatus::Running);
     }
     assert_eq!(returned[1].completed_at, None);
     assert_eq!(returned[1].error.as_deref(), Some("was: 'quoted' ☕"));
@@ -341,7 +343,7 @@ async fn an_in_memory_database_runs_the_same_transactions() {
     transaction!(&db, async move |e| Ok(Done::Commit(e.exec(&insert).await?)))
         .expect("transaction");
     let update = call::Entity::update_many()
-        .col_expr(call::Column::Status, "running".into())
+        .col_expr(call::Column::Status, CallStatus::Running.into())
         .filter(call::Column::Id.eq(id));
     let returned = grove_common::db::write::update_calls(&db, update)
         .await

@@ -3,10 +3,8 @@
 //! parameters: the state is written into the statement (`payments::status_is`), because a
 //! bound one cannot prove an index's predicate and the cached plan scanned every payment.
 
-use grove_common::db::{
-    entities::payment,
-    payments::{self, status},
-};
+use grove_common::db::{entities::payment, payments};
+use grove_common::ledger::PaymentStatus;
 use grove_tests::TestDb;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait, QueryFilter,
@@ -60,7 +58,7 @@ async fn the_sweeps_read_payments_in_flight_through_their_partial_indexes() {
 
     let now = chrono::Utc::now();
     let due = payment::Entity::find()
-        .filter(payments::status_is(status::UNKNOWN))
+        .filter(payments::status_is(PaymentStatus::Unknown))
         .filter(payment::Column::NextCheckAt.lte(now))
         .order_by_asc(payment::Column::NextCheckAt)
         .limit(32)
@@ -71,7 +69,7 @@ async fn the_sweeps_read_payments_in_flight_through_their_partial_indexes() {
     assert!(!plan.contains("Seq Scan"), "{plan}");
 
     let left = payment::Entity::find()
-        .filter(payments::status_is(status::RESERVED))
+        .filter(payments::status_is(PaymentStatus::Reserved))
         .filter(payment::Column::UpdatedAt.lt(now))
         .build(DbBackend::Postgres)
         .sql;
@@ -82,7 +80,7 @@ async fn the_sweeps_read_payments_in_flight_through_their_partial_indexes() {
     // What the sweeps wrote before: the state bound as a parameter, for which the cached plan
     // reads every payment.
     let bound = payment::Entity::find()
-        .filter(payment::Column::Status.eq(status::UNKNOWN))
+        .filter(payment::Column::Status.eq(PaymentStatus::Unknown))
         .filter(payment::Column::NextCheckAt.lte(now))
         .order_by_asc(payment::Column::NextCheckAt)
         .limit(32)

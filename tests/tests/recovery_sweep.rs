@@ -5,13 +5,13 @@
 //! finishes that call by itself.
 
 use chrono::{DateTime, TimeZone, Utc};
+use grove_common::ledger::{CallStatus, PaymentStatus};
 use grove_common::{
     clock::Clock,
     config::Config,
     db::{
         calls,
         entities::{call, payment},
-        payments::status as pay_status,
     },
 };
 use grove_tests::{
@@ -218,7 +218,7 @@ async fn completed_without_client(conn: &sea_orm::DatabaseConnection) {
             .await
             .ok()
             .flatten()
-            .is_some_and(|c| c.status == calls::status::COMPLETED)
+            .is_some_and(|c| c.status == CallStatus::Completed)
     })
     .await;
 }
@@ -312,7 +312,7 @@ async fn the_embedded_mode_runs_at_start_up_the_calls_its_previous_run_had_queue
         .expect("db");
     let earlier = before - chrono::Duration::seconds(1);
     use sea_orm::ActiveValue::Set;
-    let mut row = grove_tests::db::call_row(calls::status::PENDING);
+    let mut row = grove_tests::db::call_row(CallStatus::Pending);
     row.request_id = Set("req-before-the-crash".into());
     row.created_at = Set(earlier);
     row.updated_at = Set(earlier);
@@ -324,7 +324,7 @@ async fn the_embedded_mode_runs_at_start_up_the_calls_its_previous_run_had_queue
             .await
             .ok()
             .flatten()
-            .is_some_and(|c| c.status == calls::status::COMPLETED)
+            .is_some_and(|c| c.status == CallStatus::Completed)
     })
     .await;
     assert_eq!(rig.llm.received(), 1);
@@ -353,8 +353,8 @@ async fn a_settlement_whose_process_died_before_its_outcome_is_reconciled_not_lo
     let conn = grove_common::db::connect_url(&db.url).await.expect("db");
     let reserved = payment::Entity::find().one(&conn).await.expect("read");
     assert_eq!(
-        reserved.map(|p| p.status).as_deref(),
-        Some(pay_status::RESERVED),
+        reserved.map(|p| p.status),
+        Some(PaymentStatus::Reserved),
         "the crash left the reservation without an outcome"
     );
 
@@ -369,10 +369,7 @@ async fn a_settlement_whose_process_died_before_its_outcome_is_reconciled_not_lo
     api.launch().await;
     completed_without_client(&conn).await;
     let settled = payment::Entity::find().one(&conn).await.expect("read");
-    assert_eq!(
-        settled.map(|p| p.status).as_deref(),
-        Some(pay_status::SETTLED)
-    );
+    assert_eq!(settled.map(|p| p.status), Some(PaymentStatus::Settled));
     assert_eq!(facilitator.transfers(), 1, "one transfer, never a second");
     assert_eq!(llm.received(), 1, "one model call");
 

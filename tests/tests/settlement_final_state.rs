@@ -102,7 +102,7 @@ async fn only_payment(rig: &PaidApp) -> payment::Model {
 /// names that transfer.
 async fn assert_delivered_once(rig: &PaidApp, chain: &Chain, receipt: &str, tx: &str) {
     let p = only_payment(rig).await;
-    assert_eq!(p.status, "settled");
+    assert_eq!(p.status.as_str(), "settled");
     assert_eq!(p.transaction.as_deref(), Some(tx));
     let shown = rig.app.get_json(receipt).await;
     assert_eq!(shown["transaction"], tx, "{shown}");
@@ -174,7 +174,11 @@ async fn an_rpc_whose_head_is_too_old_decides_nothing_until_it_catches_up() {
             .await
             .expect("payments")
             .remove(0);
-        assert_eq!(p.status, "unknown", "a lagging endpoint decided: {p:?}");
+        assert_eq!(
+            p.status.as_str(),
+            "unknown",
+            "a lagging endpoint decided: {p:?}"
+        );
         now_unix() > expired_by_any_clock && p.checks >= 3
     })
     .await;
@@ -271,14 +275,14 @@ async fn a_reorg_that_drops_a_delivered_calls_transfer_is_surfaced() {
     assert_eq!(rig.llm.received(), 1);
     assert_eq!(chain.balance(pay_to()).await, U256::from(PRICE));
     let settled = only_payment(&rig).await;
-    assert_eq!(settled.status, "settled");
+    assert_eq!(settled.status.as_str(), "settled");
 
     // The chain rolls back past the transfer, as a reorg of the unsafe head would.
     assert_eq!(chain.rpc("evm_revert", json!([before])).await, json!(true));
     assert_eq!(chain.balance(pay_to()).await, U256::ZERO);
 
     wait_until_within("the watch marks the payment reorged", 40, async || {
-        only_payment(&rig).await.status == "reorged"
+        only_payment(&rig).await.status.as_str() == "reorged"
     })
     .await;
     let p = only_payment(&rig).await;

@@ -121,7 +121,7 @@ async fn a_used_nonce_that_the_payer_canceled_is_refused_without_work() {
     assert_eq!(answer["error"], "settlement_failed:authorization_canceled");
     assert_eq!(rig.llm.received(), 0);
     assert_eq!(chain.authorizations_used(rig.wallet.address()).await, 0);
-    assert_eq!(payments(&rig).await[0].status, "refused");
+    assert_eq!(payments(&rig).await[0].status.as_str(), "refused");
 }
 
 #[tokio::test]
@@ -143,7 +143,7 @@ async fn without_a_chain_a_used_nonce_stays_unknown_and_is_never_taken_as_paid()
     })
     .await;
     let p = &payments(&rig).await[0];
-    assert_eq!(p.status, "unknown", "{p:?}");
+    assert_eq!(p.status.as_str(), "unknown", "{p:?}");
     assert!(
         p.error
             .as_deref()

@@ -6,6 +6,7 @@
 
 use chrono::TimeDelta;
 use grove_common::db::entities::payment;
+use grove_common::ledger::PaymentStatus;
 use grove_tests::{
     db,
     facilitator::SettleScript,
@@ -185,10 +186,10 @@ async fn a_failed_call_is_re_run_for_free_only_when_its_payment_settled() {
     let db = grove_common::db::connect_url(&rig.db.url)
         .await
         .expect("database");
-    let set_payment = async |status: &str| {
+    let set_payment = async |status: PaymentStatus| {
         payment::Entity::update_many()
             .set(payment::ActiveModel {
-                status: Set(status.to_owned()),
+                status: Set(status),
                 ..Default::default()
             })
             .filter(payment::Column::Nonce.eq(nonce_of(&payment).to_ascii_lowercase()))
@@ -198,7 +199,11 @@ async fn a_failed_call_is_re_run_for_free_only_when_its_payment_settled() {
             .rows_affected
     };
     // Whatever left the call failed, a payment that is not settled buys no free re-run.
-    for unsettled in ["unknown", "refused", "reserved"] {
+    for unsettled in [
+        PaymentStatus::Unknown,
+        PaymentStatus::Refused,
+        PaymentStatus::Reserved,
+    ] {
         assert_eq!(set_payment(unsettled).await, 1);
         let retry = rig.send_paid(PATH, &body, &payment, None).await;
         assert_ne!(retry.status(), 200, "{unsettled}");
@@ -210,7 +215,7 @@ async fn a_failed_call_is_re_run_for_free_only_when_its_payment_settled() {
         );
     }
     // Settled: the identical retry runs again, free.
-    assert_eq!(set_payment("settled").await, 1);
+    assert_eq!(set_payment(PaymentStatus::Settled).await, 1);
     let retry = rig.send_paid(PATH, &body, &payment, None).await;
     assert_eq!(retry.status(), 200);
     assert_eq!(rig.llm.received(), 4);

@@ -84,7 +84,7 @@ async fn assert_not_sent(rig: &PaidApp, r: reqwest::Response, reason: &str) {
         .expect("database");
     let payments = payment::Entity::find().all(&db).await.expect("payments");
     assert_eq!(payments.len(), 1);
-    assert_eq!(payments[0].status, "released");
+    assert_eq!(payments[0].status.as_str(), "released");
     assert_eq!(payments[0].error.as_deref(), Some(reason));
 }
 

@@ -1,14 +1,15 @@
 //! A run started with its settlement (issue 12): the embedded api starts a settled coaching
-//! call's run in the transaction that records the settlement (`calls::start_settled`), and the
+//! call's run in the transaction that records the settlement (`ledger::start_settled`), and the
 //! worker beside it does the work without starting it again. A job that waited in the queue
 //! past a renewal period renews the lease first, and leaves a call whose lease another run took.
 
+use grove_common::ledger::{self, CallStatus};
 use grove_common::{
     clock::{Clock, SystemClock},
     completion::Completions,
     config::{LlmConfig, LlmProviderKind},
     db::{
-        calls::{self, Holder, Runner, status},
+        calls::{self, Holder, Runner},
         entities::call,
         liveness::Liveness,
         write,
@@ -65,7 +66,7 @@ const CALL_DEADLINE: Duration = Duration::from_secs(20);
 
 /// `settling → running` for `runner`, as the settlement's transaction does it.
 async fn start_settled(db: &DatabaseConnection, id: Uuid, runner: Runner) -> Option<call::Model> {
-    let started = write::update_calls(db, calls::start_settled(id, runner))
+    let started = write::update_calls(db, ledger::start_settled(id, runner))
         .await
         .expect("start with the settlement");
     assert!(started.len() <= 1);
@@ -81,7 +82,7 @@ fn new_runner(process: i64) -> Runner {
 
 /// A settling call whose run its settlement started for `deps`'s worker.
 async fn started_here(db: &DatabaseConnection, deps: &Deps) -> (Uuid, Runner, call::Model) {
-    let id = insert_call(db, status::SETTLING).await;
+    let id = insert_call(db, CallStatus::Settling).await;
     let runner = new_runner(deps.liveness.key());
     let started = start_settled(db, id, runner).await.expect("started");
     (id, runner, started)
@@ -116,10 +117,7 @@ async fn a_run_started_with_its_settlement_is_worked_once_and_not_started_again(
     let (test_db, db) = TestDb::migrated().await;
     let Rig { deps, llm } = worker(&test_db, &db).await;
     let (id, runner, started) = started_here(&db, &deps).await;
-    assert_eq!(
-        (started.status.as_str(), started.attempts),
-        (status::RUNNING, 1)
-    );
+    assert_eq!((started.status, started.attempts), (CallStatus::Running, 1));
     let holder = calls::holder(&db, id)
         .await
         .expect("holder")
@@ -137,7 +135,7 @@ async fn a_run_started_with_its_settlement_is_worked_once_and_not_started_again(
     let row = load(&db, id).await;
     assert_eq!(
         row.status,
-        status::COMPLETED,
+        CallStatus::Completed,
         "the run did its work and stored it"
     );
     assert_eq!(
@@ -151,11 +149,11 @@ async fn a_run_started_with_its_settlement_is_worked_once_and_not_started_again(
 async fn only_a_settling_call_is_started_with_its_settlement() {
     let (_test_db, db) = TestDb::migrated().await;
     for s in [
-        status::PENDING,
-        status::RUNNING,
-        status::UNPAID,
-        status::FAILED,
-        status::COMPLETED,
+        CallStatus::Pending,
+        CallStatus::Running,
+        CallStatus::Unpaid,
+        CallStatus::Failed,
+        CallStatus::Completed,
     ] {
         let id = insert_call(&db, s).await;
         assert!(start_settled(&db, id, new_runner(1)).await.is_none(), "{s}");
@@ -172,7 +170,7 @@ async fn a_started_job_that_waited_renews_its_lease_and_works() {
     let queued_since = Instant::now() - calls::LEASE_RENEW_EVERY * 2;
     work(job(runner, started, queued_since), &deps).await;
     let row = load(&db, id).await;
-    assert_eq!((row.status.as_str(), row.attempts), (status::COMPLETED, 1));
+    assert_eq!((row.status, row.attempts), (CallStatus::Completed, 1));
     assert_eq!(llm.completed(), 1);
 }
 
@@ -189,18 +187,18 @@ async fn a_started_job_that_waited_leaves_a_call_another_run_took() {
     };
     let taker = new_runner(runner.process);
     assert!(matches!(
-        calls::take_over(&db, id, &from, taker)
+        ledger::take_over(&db, id, &from, taker)
             .await
             .expect("take over"),
-        calls::Start::Started(_)
+        ledger::Start::Started(_)
     ));
 
     let queued_since = Instant::now() - calls::LEASE_RENEW_EVERY * 2;
     work(job(runner, started, queued_since), &deps).await;
     let row = load(&db, id).await;
     assert_eq!(
-        (row.status.as_str(), row.attempts, row.error),
-        (status::RUNNING, 2, None),
+        (row.status, row.attempts, row.error),
+        (CallStatus::Running, 2, None),
         "the call is the taker's"
     );
     assert_eq!(llm.received(), 0, "the job did no work: no model call");

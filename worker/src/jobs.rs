@@ -8,12 +8,13 @@ use grove_common::{
     clock::Clock,
     completion::Completions,
     db::{
-        calls::{self, Finisher, LEASE_RENEW_EVERY, Runner, Start, status},
+        calls::{self, Finisher, LEASE_RENEW_EVERY, Runner},
         entities::call,
         liveness::Liveness,
         outage,
     },
     jobs::{CoachingJob, Started},
+    ledger::{self, CallStatus, Start},
     load::Meter,
     queue::JobQueue,
 };
@@ -122,7 +123,7 @@ pub async fn run_coaching(job: CoachingJob, deps: Arc<Deps>) -> Result<(), JobEr
             Start::Idle(s) => {
                 // A re-delivered job whose result is already stored does no work (no second
                 // model call); a call whose payment is not settled never runs.
-                if s == status::COMPLETED || s == status::FAILED {
+                if s == CallStatus::Completed || s == CallStatus::Failed {
                     deps.completions.notify(job.call_id).await;
                 } else {
                     tracing::info!(status = %s, "call is not runnable; dropping the job");
@@ -139,7 +140,7 @@ pub async fn run_coaching(job: CoachingJob, deps: Arc<Deps>) -> Result<(), JobEr
 }
 
 /// A run the api started for this process in the transaction that recorded the settlement
-/// (`calls::start_settled`). A job that waited in the queue for a good part of the lease renews
+/// (`ledger::start_settled`). A job that waited in the queue for a good part of the lease renews
 /// it first; if the lease is no longer its own (the call was taken over, or ended), another run
 /// has the call and this job does nothing.
 async fn run_pre_started(deps: &Deps, started: Started) -> Result<(), JobError> {
@@ -159,7 +160,7 @@ async fn run_pre_started(deps: &Deps, started: Started) -> Result<(), JobError> 
 /// its time lease or died with its process (its liveness lock is gone). `Busy` only while the
 /// holder's process lives.
 pub async fn begin(deps: &Deps, call_id: Uuid, runner: Runner) -> Result<Start, sea_orm::DbErr> {
-    match calls::start_attempt(&deps.db, call_id, runner).await? {
+    match ledger::start_attempt(&deps.db, call_id, runner).await? {
         Start::Busy(holder) => match holder.lease_process {
             Some(process)
                 if process != runner.process
@@ -169,7 +170,7 @@ pub async fn begin(deps: &Deps, call_id: Uuid, runner: Runner) -> Result<Start, 
                     dead_process = process,
                     "the run holding the call died with its process; taking the call over"
                 );
-                calls::take_over(&deps.db, call_id, &holder, runner).await
+                ledger::take_over(&deps.db, call_id, &holder, runner).await
             }
             _ => Ok(Start::Busy(holder)),
         },
@@ -206,7 +207,7 @@ pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Res
             // run that gave up here would make the next one call the model again.
             let _live = crate::in_flight::LiveRun::enter(runner.run);
             let stored = outage::retrying("store the call's result", || {
-                calls::complete(
+                ledger::complete(
                     &deps.db,
                     call.id,
                     by,
@@ -231,7 +232,7 @@ pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Res
         Outcome::Failed { reason } => {
             let _live = crate::in_flight::LiveRun::enter(runner.run);
             let failed = outage::retrying("store the call's failure", || {
-                calls::fail(&deps.db, call.id, by, &reason)
+                ledger::fail(&deps.db, call.id, by, &reason)
             })
             .await?;
             if !failed {

@@ -20,8 +20,8 @@ use grove_common::{
     db::{
         calls,
         entities::{call, payment},
-        payments::status as pay_status,
     },
+    ledger::PaymentStatus,
     money::UsdcAmount,
     schema::Violation,
 };
@@ -33,10 +33,10 @@ use uuid::Uuid;
 /// A settled payment whose transfer left the chain after its call delivered (a reorg): the reorg
 /// watch owns it and settles it again when the transfer is mined again; it is listed so that an
 /// operator sees it.
-const REORGED: &str = pay_status::REORGED;
+const REORGED: PaymentStatus = PaymentStatus::Reorged;
 
 /// The payment states an operator may have to look at; only `unknown` ones are resolved here.
-pub const ATTENTION: [&str; 2] = [pay_status::UNKNOWN, REORGED];
+pub const ATTENTION: [PaymentStatus; 2] = [PaymentStatus::Unknown, REORGED];
 
 /// At most this many are listed (oldest first): more than that is an incident, not a list.
 const LISTED: u64 = 500;
@@ -71,9 +71,9 @@ pub async fn needing_attention(
 /// Why a payment is listed: `set_aside` (waits for an operator), `reconciling` (checked again on
 /// schedule), or its state.
 pub fn attention(p: &payment::Model) -> &'static str {
-    match p.status.as_str() {
-        pay_status::UNKNOWN if p.next_check_at.is_none() => "set_aside",
-        pay_status::UNKNOWN => "reconciling",
+    match p.status {
+        PaymentStatus::Unknown if p.next_check_at.is_none() => "set_aside",
+        PaymentStatus::Unknown => "reconciling",
         REORGED => "reorged",
         _ => "decided",
     }
@@ -96,9 +96,9 @@ pub fn view(p: &payment::Model, c: Option<&call::Model>) -> Value {
         "id": p.id,
         "call_id": p.call_id,
         "receipt_id": c.map(|c| c.receipt_id.clone()),
-        "kind": c.map(|c| c.kind.clone()),
-        "mode": c.and_then(|c| c.mode.clone()),
-        "call_status": c.map(|c| c.status.clone()),
+        "kind": c.map(|c| c.kind),
+        "mode": c.and_then(|c| c.mode),
+        "call_status": c.map(|c| c.status),
         "payer": p.payer,
         "amount_usd": amount_usd(p),
         "network": p.network,
@@ -121,7 +121,7 @@ fn snapshot(p: &payment::Model, c: Option<&call::Model>) -> Value {
         "status": p.status,
         "transaction": p.transaction,
         "error": p.error,
-        "call_status": c.map(|c| c.status.clone()),
+        "call_status": c.map(|c| c.status),
     })
 }
 
@@ -265,8 +265,8 @@ pub async fn resolve(
         .ok_or(ApiError::NotFound)?;
     let c = calls::load(&state.db, p.call_id).await?;
     let wanted = match order.resolution {
-        Resolution::Settled { .. } => pay_status::SETTLED,
-        Resolution::Unsettled => pay_status::REFUSED,
+        Resolution::Settled { .. } => PaymentStatus::Settled,
+        Resolution::Unsettled => PaymentStatus::Refused,
     };
     if p.status != wanted {
         // Reconciliation decided it between our read and our write: nothing of ours was written.
@@ -308,7 +308,7 @@ async fn confirm(
             "a reorged payment is the reorg watch's: it settles again by itself once its transfer is mined again".into(),
         ));
     }
-    if p.status != pay_status::UNKNOWN {
+    if p.status != PaymentStatus::Unknown {
         return Err(ApiError::NotResolvable(format!(
             "the payment is {}, not waiting for an operator",
             p.status

@@ -14,11 +14,9 @@ use axum::{
 };
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use grove_common::{
-    db::{
-        calls::status as call_status,
-        entities::{call, payment},
-        payments::status as pay_status,
-    },
+    catalog::ModeId,
+    db::entities::{call, payment},
+    ledger::{CallKind, CallStatus, PaymentStatus},
     money::UsdcAmount,
     schema::Violation,
 };
@@ -40,12 +38,12 @@ pub struct Figures {
 }
 
 impl Figures {
-    fn add(&mut self, status: &str, payment: Option<&(String, u64)>) {
+    fn add(&mut self, status: CallStatus, payment: Option<&(PaymentStatus, u64)>) {
         self.calls += 1;
-        *self.outcomes.entry(status.to_owned()).or_default() += 1;
+        *self.outcomes.entry(status.to_string()).or_default() += 1;
         match payment {
-            Some((s, amount)) if s == pay_status::SETTLED => self.revenue += amount,
-            Some((s, amount)) if s == pay_status::UNSETTLED => self.unsettled += amount,
+            Some((PaymentStatus::Settled, amount)) => self.revenue += amount,
+            Some((PaymentStatus::Unsettled, amount)) => self.unsettled += amount,
             _ => {}
         }
     }
@@ -106,9 +104,9 @@ pub struct Summary {
 
 type CallRow = (
     Uuid,
-    String,
-    Option<String>,
-    String,
+    CallKind,
+    Option<ModeId>,
+    CallStatus,
     DateTime<Utc>,
     Option<DateTime<Utc>>,
 );
@@ -130,7 +128,7 @@ pub async fn summary(state: &AppState, since: DateTime<Utc>) -> Result<Summary, 
         .all(&state.db)
         .await?;
     // A payment is recorded in the call's own transaction: the same window finds it.
-    let payments: HashMap<Uuid, (String, u64)> = payment::Entity::find()
+    let payments: HashMap<Uuid, (PaymentStatus, u64)> = payment::Entity::find()
         .select_only()
         .columns([
             payment::Column::CallId,
@@ -138,7 +136,7 @@ pub async fn summary(state: &AppState, since: DateTime<Utc>) -> Result<Summary, 
             payment::Column::Amount,
         ])
         .filter(payment::Column::CreatedAt.gte(since - Duration::minutes(1)))
-        .into_tuple::<(Uuid, String, String)>()
+        .into_tuple::<(Uuid, PaymentStatus, String)>()
         .all(&state.db)
         .await?
         .into_iter()
@@ -147,17 +145,17 @@ pub async fn summary(state: &AppState, since: DateTime<Utc>) -> Result<Summary, 
     let mut s = Summary::default();
     let mut latencies = Vec::new();
     for (id, kind, mode, status, created_at, completed_at) in calls {
-        let mode = mode.unwrap_or(kind);
+        let mode = mode.map_or_else(|| kind.to_string(), |m| m.as_str().to_owned());
         let paid = payments.get(&id);
         s.days
             .entry(created_at.date_naive())
             .or_default()
             .entry(mode.clone())
             .or_default()
-            .add(&status, paid);
-        s.modes.entry(mode).or_default().add(&status, paid);
-        s.total.add(&status, paid);
-        if status == call_status::COMPLETED
+            .add(status, paid);
+        s.modes.entry(mode).or_default().add(status, paid);
+        s.total.add(status, paid);
+        if status == CallStatus::Completed
             && let Some(done) = completed_at
         {
             latencies.push((done - created_at).as_seconds_f64().max(0.0));
@@ -246,10 +244,11 @@ mod tests {
     #[test]
     fn revenue_counts_settled_money_only() {
         let mut f = Figures::default();
-        f.add("completed", Some(&("settled".into(), 180_000)));
-        f.add("completed", Some(&("unsettled".into(), 250_000)));
-        f.add("unpaid", Some(&("refused".into(), 180_000)));
-        f.add("settling", Some(&("unknown".into(), 180_000)));
+        use {CallStatus as C, PaymentStatus as P};
+        f.add(C::Completed, Some(&(P::Settled, 180_000)));
+        f.add(C::Completed, Some(&(P::Unsettled, 250_000)));
+        f.add(C::Unpaid, Some(&(P::Refused, 180_000)));
+        f.add(C::Settling, Some(&(P::Unknown, 180_000)));
         assert_eq!((f.calls, f.revenue, f.unsettled), (4, 180_000, 250_000));
         assert_eq!(f.to_json()["revenue_usd"], "0.18");
         assert_eq!(f.outcomes["completed"], 2);

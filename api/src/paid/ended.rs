@@ -83,10 +83,11 @@ impl Ended {
 pub(super) async fn deliver(
     state: &AppState,
     terms: &Terms<'_>,
-    mode: Option<&'static str>,
+    mode: Option<grove_common::catalog::ModeId>,
     payment: &VerifiedPayment,
     ended: Ended,
 ) -> Result<Delivery, ApiError> {
+    let mode = mode.map(|m| m.as_str());
     let receipt_of = |call: &call::Model| receipt::json(&call.receipt_id, call.created_at);
     let (call, replay, transaction, result) = match ended {
         Ended::Done {

@@ -12,11 +12,9 @@ use super::{
 };
 use crate::{error::ApiError, products, state::AppState};
 use grove_common::{
-    db::{
-        calls::{self, status},
-        entities::call,
-    },
+    db::{calls, entities::call},
     jobs::{Job, Started},
+    ledger::CallStatus,
 };
 use sea_orm::DbErr;
 use tokio::time::Instant;
@@ -66,7 +64,7 @@ pub(crate) async fn after_settled_stored(
 
 async fn not_recorded(state: &AppState, call_id: Uuid) -> Result<(), DbErr> {
     let why = "could not record the paid request";
-    calls::fail(&state.db, call_id, calls::Finisher::Unleased, why).await?;
+    grove_common::ledger::fail(&state.db, call_id, calls::Finisher::Unleased, why).await?;
     state.completions.notify(call_id).await;
     Ok(())
 }
@@ -83,15 +81,15 @@ pub(super) async fn repeat(
     let call = calls::load(&state.db, call_id)
         .await?
         .ok_or_else(|| ApiError::internal("idempotency record points at no call"))?;
-    let waited = match call.status.as_str() {
-        status::COMPLETED => Outcome::Completed(None),
-        status::UNPAID => Outcome::Unpaid(wait::unpaid_code(call.error.clone())),
+    let waited = match call.status {
+        CallStatus::Completed => Outcome::Completed(None),
+        CallStatus::Unpaid => Outcome::Unpaid(wait::unpaid_code(call.error.clone())),
         _ => {
             // Paid for and failed: run it again at no charge. The reopen checks the payment in
             // the same statement and lets only one of concurrent retries through. Settling,
             // pending or running calls are waited for; a lost job is the recovery sweep's to
             // push again.
-            if call.status == status::FAILED
+            if call.status == CallStatus::Failed
                 && !super::health::left_for_later(state, product)
                 && ledger::reopen_failed(&state.db, call_id, state.clock.wall()).await?
             {

@@ -9,7 +9,7 @@ use super::{
     admission::Settling,
     ended::{self, Delivery, Ended},
     fulfil, health,
-    idempotency::{self, Kind, Scope},
+    idempotency::{self, Scope},
     ledger::{self, Claim, NewCall, NewPayment, Recorded},
     product::{NotSold, Product},
     terms::Terms,
@@ -29,10 +29,9 @@ use crate::{
         smart_wallet::{self, WalletCheckError},
     },
 };
-use grove_common::db::{calls::Runner, entities::call};
+use grove_common::db::entities::call;
 use tokio::time::Instant;
 use tracing::Instrument;
-use uuid::Uuid;
 
 /// Seconds a client waits before retrying when the chain could not check its wallet's signature.
 const WALLET_CHECK_RETRY_AFTER_S: u64 = 5;
@@ -121,8 +120,11 @@ pub async fn purchase(
             fulfil::repeat(state, product, call_id, deadline).await?
         }
         Claim::New(call) => {
-            // A paid coaching call is ahead of new ones from here until its job is pushed.
-            let settling = (product.kind() == Kind::Coaching).then(|| state.admission.paid());
+            // A paid call that waits on the model is ahead of new ones from here until its job
+            // is pushed.
+            let settling = product
+                .admitted_by_capacity()
+                .then(|| state.admission.paid());
             let call = *call;
             let request = &settle_request;
             settle_and_wait(state, &terms, product, call, request, deadline, settling).await?
@@ -166,9 +168,9 @@ async fn reserve(
 ) -> Result<Claim, ApiError> {
     let labels = product.labels();
     let call = NewCall {
-        kind: product.kind().as_str(),
-        agent: labels.agent.map(str::to_owned),
-        mode: labels.mode.map(str::to_owned),
+        kind: product.kind(),
+        agent: labels.agent,
+        mode: labels.mode,
         payer: format!("{:#x}", payment.payer),
         request_hash: request_hash.to_owned(),
         request: product.scope_body().clone(),
@@ -238,15 +240,9 @@ async fn settle_and_wait(
         .await;
     span.record("payment.outcome", outcome.label());
     state.metrics.settlement(outcome.label());
-    // With the worker in this process, a settled coaching call's run starts in the outcome's
-    // own transaction (issue 12: one write transaction fewer per paid call).
-    let runner = match (product.kind(), state.worker_process) {
-        (Kind::Coaching, Some(process)) => Some(Runner {
-            run: Uuid::now_v7(),
-            process,
-        }),
-        _ => None,
-    };
+    // A product whose run this process's worker may start does so in the outcome's own
+    // transaction (issue 12: one write transaction fewer per paid call).
+    let runner = product.run_with_settlement(state);
     let now = state.clock.wall();
     let span = grove_common::telemetry::db_span(&state.db, "UPDATE", "payments");
     let Recorded { moved, started } =

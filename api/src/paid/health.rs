@@ -11,8 +11,9 @@
 //! No price either for a coaching call that could not finish within the deadline at the
 //! workers' pace (`within_capacity`, issue 31; the estimate is `super::admission`'s).
 
-use super::{Kind, product::Product};
+use super::product::Product;
 use crate::{error::ApiError, state::AppState};
+use grove_common::ledger::CallKind;
 
 /// `Err(ProviderUnavailable)` while `product`'s provider's gate does not admit.
 pub(super) fn before_price(state: &AppState, product: &dyn Product) -> Result<(), ApiError> {
@@ -34,7 +35,7 @@ pub(super) fn before_price(state: &AppState, product: &dyn Product) -> Result<()
 /// fast, so it is left to `rerun`, which re-runs it once the gate closes (the repeat gets the
 /// failure and its receipt at once).
 pub(super) fn left_for_later(state: &AppState, product: &dyn Product) -> bool {
-    product.kind() == Kind::Coaching
+    product.kind() == CallKind::Coaching
         && product
             .provider(&state.config)
             .is_some_and(|p| !state.gates.admits(&p))
@@ -43,7 +44,7 @@ pub(super) fn left_for_later(state: &AppState, product: &dyn Product) -> bool {
 /// `Err(OverCapacity)` when a new `product` call could not finish within the deadline; only
 /// coaching calls wait on the model, so only they are measured.
 pub(super) fn within_capacity(state: &AppState, product: &dyn Product) -> Result<(), ApiError> {
-    if product.kind() != Kind::Coaching {
+    if !product.admitted_by_capacity() {
         return Ok(());
     }
     let Err(wait) = state.admission.quote() else {

@@ -6,29 +6,6 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::time::Duration;
 
-/// What kind of paid work a request buys, as its call records it (`calls.kind`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Coaching,
-    ReviewRequest,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Coaching => "coaching",
-            Kind::ReviewRequest => "review_request",
-        }
-    }
-
-    /// The kind a call record names (`calls.kind`).
-    pub fn parse(s: &str) -> Option<Self> {
-        [Kind::Coaching, Kind::ReviewRequest]
-            .into_iter()
-            .find(|k| k.as_str() == s)
-    }
-}
-
 /// Where a request's idempotency record lives and for how long.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Scope {

@@ -29,6 +29,5 @@ pub mod retries;
 mod terms;
 mod wait;
 
-pub use idempotency::Kind;
 pub use ledger::SharedNonces;
 pub use product::{Labels, NotSold, Product};

@@ -3,11 +3,16 @@
 //! the product for its offer and body, lets it take what must be taken atomically before
 //! settlement, and after settlement lets it record what was bought and name the job to run.
 
-use super::idempotency::Kind;
 use crate::{error::ApiError, state::AppState, x402::challenge::Offer};
 use async_trait::async_trait;
 use grove_common::{
-    config::Config, db::entities::call, health::ProviderId, jobs::Job, schema::SchemaRegistry,
+    catalog::{CoachId, ModeId},
+    config::Config,
+    db::{calls::Runner, entities::call},
+    health::ProviderId,
+    jobs::Job,
+    ledger::CallKind,
+    schema::SchemaRegistry,
 };
 use sea_orm::DbErr;
 use serde_json::Value;
@@ -17,8 +22,8 @@ use uuid::Uuid;
 /// What the call record says the call is for (the coach and mode of a coaching call).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Labels {
-    pub agent: Option<&'static str>,
-    pub mode: Option<&'static str>,
+    pub agent: Option<CoachId>,
+    pub mode: Option<ModeId>,
 }
 
 /// A product refused at the last step before settlement: nothing is settled, and `error` is
@@ -32,7 +37,7 @@ pub struct NotSold {
 #[async_trait]
 pub trait Product: Send + Sync {
     /// The kind of work, recorded on the call.
-    fn kind(&self) -> Kind;
+    fn kind(&self) -> CallKind;
 
     /// How long an identical request without an idempotency key replays the first answer
     /// instead of buying again (a keyed request always gets `idempotency::KEYED_WINDOW`).
@@ -48,6 +53,13 @@ pub trait Product: Send + Sync {
     fn provider(&self, config: &Config) -> Option<ProviderId> {
         let _ = config;
         None
+    }
+
+    /// Whether its work waits in the coaching queue that admission measures
+    /// (`paid::admission`): such a call is priced only while it could finish within the
+    /// deadline, and counts as ahead of new ones while it settles.
+    fn admitted_by_capacity(&self) -> bool {
+        false
     }
 
     /// What the 402 offers: the resource, its price, its schemas and an example.
@@ -73,6 +85,14 @@ pub trait Product: Send + Sync {
     async fn settlement_refused(&self, state: &AppState, call_id: Uuid) -> Result<(), DbErr> {
         let _ = (state, call_id);
         Ok(())
+    }
+
+    /// The run to start in the transaction that records the settlement, when this process's
+    /// own worker does the work in place (`ledger::record`, issue 12); None: the job is pushed
+    /// and a worker starts the run.
+    fn run_with_settlement(&self, state: &AppState) -> Option<Runner> {
+        let _ = state;
+        None
     }
 
     /// The payment settled: record what it bought (idempotently: a free re-run, reconciliation

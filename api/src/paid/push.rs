@@ -8,7 +8,7 @@
 
 use crate::state::AppState;
 use backon::{BackoffBuilder, ExponentialBuilder};
-use grove_common::{db::calls, jobs::Job};
+use grove_common::{db::calls, jobs::Job, ledger::CallStatus};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -55,7 +55,7 @@ async fn retry(state: AppState, call_id: Uuid, job: Job) {
         let pause = pauses.peek().copied().unwrap_or(MAX_PAUSE);
         // A call that left `pending` was run by another push (or failed): nothing to push.
         match calls::load(&state.db, call_id).await {
-            Ok(Some(c)) if c.status != calls::status::PENDING => break,
+            Ok(Some(c)) if c.status != CallStatus::Pending => break,
             Ok(None) => break,
             // The database is unreachable too: try again later.
             Ok(Some(_)) | Err(_) => {}

@@ -21,8 +21,9 @@ use super::{fulfil, ledger};
 use crate::state::AppState;
 use chrono::{DateTime, Duration as Span, Utc};
 use grove_common::{
-    db::{calls::status, entities::call},
+    db::entities::call,
     health::{self, Outage, ProviderId, reasons},
+    ledger::{CallKind, CallStatus},
     receipt,
 };
 use sea_orm::{ColumnTrait, Condition, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
@@ -83,8 +84,8 @@ pub async fn pass(state: &AppState, outage: Outage) -> Result<usize, DbErr> {
     let window = Span::from_std(state.config.health.window).unwrap_or(Span::zero());
     let valid_since = now - Span::days(receipt::LIFETIME_DAYS);
     let failed = call::Entity::find()
-        .filter(call::Column::Status.eq(status::FAILED))
-        .filter(call::Column::Kind.eq(super::Kind::Coaching.as_str()))
+        .filter(call::Column::Status.eq(CallStatus::Failed))
+        .filter(call::Column::Kind.eq(CallKind::Coaching))
         .filter(call::Column::UpdatedAt.gte(outage.opened_at - window))
         .filter(call::Column::UpdatedAt.lte(until(state, outage)))
         .filter(call::Column::CreatedAt.gt(valid_since))

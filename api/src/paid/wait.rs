@@ -6,7 +6,8 @@
 use crate::x402::challenge::codes;
 use grove_common::{
     completion::{Completions, Waiter},
-    db::{calls, calls::status, entities::result, outage},
+    db::{calls, entities::result, outage},
+    ledger::CallStatus,
 };
 use sea_orm::{DatabaseConnection, DbErr};
 use tokio::time::Instant;
@@ -42,10 +43,12 @@ async fn look(db: &DatabaseConnection, call_id: Uuid) -> Result<Result<Outcome, 
         return Ok(Ok(Outcome::Completed(Some(Box::new(result)))));
     }
     Ok(match calls::load(db, call_id).await? {
-        Some(c) if c.status == status::COMPLETED => Ok(Outcome::Completed(None)),
-        Some(c) if c.status == status::FAILED => Ok(Outcome::Failed(c.error.unwrap_or_default())),
-        Some(c) if c.status == status::UNPAID => Ok(Outcome::Unpaid(unpaid_code(c.error))),
-        Some(c) => Err(c.status == status::SETTLING),
+        Some(c) if c.status == CallStatus::Completed => Ok(Outcome::Completed(None)),
+        Some(c) if c.status == CallStatus::Failed => {
+            Ok(Outcome::Failed(c.error.unwrap_or_default()))
+        }
+        Some(c) if c.status == CallStatus::Unpaid => Ok(Outcome::Unpaid(unpaid_code(c.error))),
+        Some(c) => Err(c.status == CallStatus::Settling),
         None => Ok(Outcome::Failed("call record missing".into())),
     })
 }

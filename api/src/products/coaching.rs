@@ -3,17 +3,18 @@
 use super::StoredCallError;
 use crate::{
     error::ApiError,
-    paid::{Kind, Labels, Product},
+    paid::{Labels, Product},
     state::AppState,
     x402::challenge::Offer,
 };
 use async_trait::async_trait;
 use grove_common::{
-    catalog::{self, Coach, CoachId, Mode, ModeId},
+    catalog::{self, Coach, Mode},
     config::Config,
-    db::entities::call,
+    db::{calls::Runner, entities::call},
     health::ProviderId,
     jobs::{CoachingJob, Job},
+    ledger::CallKind,
     requests::CoachingRequest,
     schema::SchemaRegistry,
 };
@@ -60,9 +61,7 @@ impl CoachingCall {
 
     /// The call a stored record paid for.
     pub fn stored(call: &call::Model) -> Result<Self, StoredCallError> {
-        let coach = call.agent.as_deref().and_then(|a| CoachId::parse(a).ok());
-        let mode = call.mode.as_deref().and_then(|m| ModeId::parse(m).ok());
-        let (Some(coach), Some(mode)) = (coach, mode) else {
+        let (Some(coach), Some(mode)) = (call.agent, call.mode) else {
             return Err(StoredCallError::Labels);
         };
         Ok(Self {
@@ -75,8 +74,13 @@ impl CoachingCall {
 
 #[async_trait]
 impl Product for CoachingCall {
-    fn kind(&self) -> Kind {
-        Kind::Coaching
+    fn kind(&self) -> CallKind {
+        CallKind::Coaching
+    }
+
+    /// It waits on the model, in the queue admission measures.
+    fn admitted_by_capacity(&self) -> bool {
+        true
     }
 
     /// Ten minutes, so that a plain retry is safe (interface spec, "idempotency window
@@ -87,8 +91,8 @@ impl Product for CoachingCall {
 
     fn labels(&self) -> Labels {
         Labels {
-            agent: Some(self.coach.id.as_str()),
-            mode: Some(self.mode.id.as_str()),
+            agent: Some(self.coach.id),
+            mode: Some(self.mode.id),
         }
     }
 
@@ -119,6 +123,14 @@ impl Product for CoachingCall {
 
     fn scope_body(&self) -> &Value {
         &self.body
+    }
+
+    /// With the worker in this process, the coaching run starts with its settlement.
+    fn run_with_settlement(&self, state: &AppState) -> Option<Runner> {
+        state.worker_process.map(|process| Runner {
+            run: uuid::Uuid::now_v7(),
+            process,
+        })
     }
 
     async fn after_settled(&self, _state: &AppState, call: &call::Model) -> Result<Job, DbErr> {

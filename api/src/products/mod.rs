@@ -8,14 +8,12 @@ mod review;
 pub use coaching::CoachingCall;
 pub use review::ReviewPurchase;
 
-use crate::paid::{Kind, Product};
-use grove_common::db::entities::call;
+use crate::paid::Product;
+use grove_common::{db::entities::call, ledger::CallKind};
 
 /// A stored call that no product can be read back from.
 #[derive(Debug, thiserror::Error)]
 pub enum StoredCallError {
-    #[error("the call's kind {0:?} is no product")]
-    Kind(String),
     #[error("the call names no known coach and mode")]
     Labels,
     #[error("the call's stored body does not read back: {0}")]
@@ -24,9 +22,8 @@ pub enum StoredCallError {
 
 /// The product a stored call bought, from its kind, labels and stored body.
 pub fn from_call(call: &call::Model) -> Result<Box<dyn Product>, StoredCallError> {
-    match Kind::parse(&call.kind) {
-        Some(Kind::Coaching) => Ok(Box::new(CoachingCall::stored(call)?)),
-        Some(Kind::ReviewRequest) => Ok(Box::new(ReviewPurchase::stored(call)?)),
-        None => Err(StoredCallError::Kind(call.kind.clone())),
+    match call.kind {
+        CallKind::Coaching => Ok(Box::new(CoachingCall::stored(call)?)),
+        CallKind::ReviewRequest => Ok(Box::new(ReviewPurchase::stored(call)?)),
     }
 }

@@ -4,7 +4,7 @@
 use super::StoredCallError;
 use crate::{
     error::ApiError,
-    paid::{Kind, NotSold, Product, idempotency::KEYED_WINDOW},
+    paid::{NotSold, Product, idempotency::KEYED_WINDOW},
     review::plan,
     state::AppState,
     x402::challenge::Offer,
@@ -19,6 +19,7 @@ use grove_common::{
     },
     health::ProviderId,
     jobs::{Job, ReviewJob, ReviewStep},
+    ledger::CallKind,
     requests::{self, ReviewRequestBody},
     schema::SchemaRegistry,
 };
@@ -50,8 +51,8 @@ impl ReviewPurchase {
 
 #[async_trait]
 impl Product for ReviewPurchase {
-    fn kind(&self) -> Kind {
-        Kind::ReviewRequest
+    fn kind(&self) -> CallKind {
+        CallKind::ReviewRequest
     }
 
     /// A keyless retry must never send a second SMS, so its window is the keyed one.

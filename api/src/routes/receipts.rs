@@ -7,11 +7,12 @@ use axum::{
 };
 use chrono::SecondsFormat;
 use grove_common::{
-    catalog::{self, ModeId},
+    catalog,
     db::{
         calls,
         entities::{payment, receipt},
     },
+    ledger::CallStatus,
     money::UsdcAmount,
 };
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
@@ -44,25 +45,20 @@ pub(super) async fn show(
     let result = calls::load_result(&state.db, rec.call_id)
         .await?
         .map(|r| r.body);
-    let status = match call.status.as_str() {
-        calls::status::COMPLETED => "completed",
-        calls::status::FAILED => "failed",
+    let status = match call.status {
+        CallStatus::Completed => "completed",
+        CallStatus::Failed => "failed",
         // The settlement was refused (or proven never to happen): nothing was bought.
-        calls::status::UNPAID => "unpaid",
+        CallStatus::Unpaid => "unpaid",
         _ => "pending",
     };
     // settled | unsettled (development) | unknown (being reconciled) | refused | reserved.
-    let settlement = pay.as_ref().map(|p| p.status.clone());
+    let settlement = pay.as_ref().map(|p| p.status.as_str());
     let amount = pay
         .as_ref()
         .and_then(|p| p.amount.parse::<u64>().ok())
         .map(UsdcAmount::from_atomic)
-        .or_else(|| {
-            call.mode
-                .as_deref()
-                .and_then(|m| ModeId::parse(m).ok())
-                .map(|m| catalog::mode(m).price())
-        });
+        .or_else(|| call.mode.map(|m| catalog::mode(m).price()));
     Ok(Json(json!({
         "id": rec.id,
         "kind": rec.kind,

@@ -138,18 +138,9 @@ pub enum AuthorizationState {
     NotFinal { reason: String },
 }
 
-/// Where a settled payment's transfer stands, for the reorg watch (`paid::reconcile::reorgs`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TransferStanding {
-    /// Mined with success at or below the `safe` block: it cannot roll back any more.
-    Final,
-    /// Still on chain (or used again at the head), not yet at the `safe` block.
-    NotFinal,
-    /// Our transfer is on chain under another transaction (re-included after a reorg).
-    Moved { transaction: String },
-    /// Not on chain any more (the reason): a reorg dropped it, or it never was mined.
-    Gone { reason: String },
-}
+/// Where a settled payment's transfer stands, for the reorg watch (`paid::reconcile::reorgs`);
+/// the ledger's type, since the ledger writes what the watch saw.
+pub use grove_common::ledger::TransferStanding;
 
 /// Reads a payment's authorization on chain. `Err` is "could not tell" (an unknown of its own).
 #[async_trait]

@@ -133,13 +133,13 @@ async fn paid_call(
     let now = chrono::Utc::now();
     call::Entity::insert(call::ActiveModel {
         id: Set(id),
-        kind: Set("coaching".into()),
-        agent: Set(Some(coach.as_str().into())),
-        mode: Set(Some(mode.as_str().into())),
+        kind: Set(grove_common::ledger::CallKind::Coaching),
+        agent: Set(Some(coach)),
+        mode: Set(Some(mode)),
         payer: Set("0x00000000000000000000000000000000000000ee".into()),
         request_hash: Set(format!("eval-{id}")),
         request: Set(request),
-        status: Set("running".into()),
+        status: Set(grove_common::ledger::CallStatus::Running),
         attempts: Set(1),
         runs: Set(0),
         error: Set(None),

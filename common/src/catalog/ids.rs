@@ -77,7 +77,10 @@ impl UnknownId {
 /// Defines an id enum (`as_str`, `ALL`, `parse`, serde as the id string) and its table type.
 macro_rules! define_ids {
     ($name:ident, $table:ident, $kind:literal; $($variant:ident $id:ident),* $(,)?) => {
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        /// Stored as its id string (`calls.agent`, `calls.mode`): a stored id that names
+        /// nothing any more fails to load as a database error, never as a wrong coach or mode.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, sea_orm::DeriveValueType)]
+        #[sea_orm(value_type = "String")]
         pub enum $name {
             $($variant),*
         }

@@ -13,7 +13,7 @@ use crate::{
     prompts,
 };
 use grove_common::{
-    catalog::{self, ByMode, CoachId, MODES, ModeId},
+    catalog::{self, ByMode, MODES},
     config::LlmProviderKind,
     db::{
         calls::{self, ModelCallRecord},
@@ -131,10 +131,8 @@ impl Engine {
         call: &call::Model,
     ) -> Result<Outcome, DbErr> {
         let deadline = self.deadline_for(call);
-        // The API stored ids it had parsed; parsing them again here is the worker's own edge.
-        let coach = call.agent.as_deref().and_then(|a| CoachId::parse(a).ok());
-        let mode = call.mode.as_deref().and_then(|m| ModeId::parse(m).ok());
-        let (Some(coach), Some(mode)) = (coach, mode) else {
+        // The call's coach and mode are typed where the row is read (`calls.agent`, `calls.mode`).
+        let (Some(coach), Some(mode)) = (call.agent, call.mode) else {
             return Ok(Outcome::Failed {
                 reason: "call record names no known coach and mode".into(),
             });

@@ -7,6 +7,7 @@ use grove_common::{
         calls,
         reviews::{self, message_kind},
     },
+    ledger::{self, CallStatus},
     receipt,
     review::{MessageStatus, ReviewStatus, message},
 };
@@ -20,7 +21,7 @@ pub(super) async fn first_outcome(deps: &Deps, review_id: &str) -> Result<(), Jo
     let Some(call) = calls::load(&deps.db, req.call_id).await? else {
         return Ok(());
     };
-    if call.status == calls::status::COMPLETED {
+    if call.status == CallStatus::Completed {
         return Ok(());
     }
     let msg = reviews::message(&deps.db, &req.id, message_kind::INITIAL).await?;
@@ -61,7 +62,7 @@ pub(super) async fn first_outcome(deps: &Deps, review_id: &str) -> Result<(), Jo
         receipt::json(&call.receipt_id, call.created_at),
         failure,
     );
-    let stored = calls::complete(
+    let stored = ledger::complete(
         &deps.db,
         call.id,
         calls::Finisher::Unleased,

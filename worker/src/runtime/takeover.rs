@@ -3,7 +3,7 @@
 //! lease, and re-runs them itself. It needs only the database: no queue, no job redelivery, so
 //! it works while Redis is down, and a re-run starts within moments of a crash instead of when
 //! the queue's orphan check comes round. Of several processes that see the same dead run, the
-//! compare-and-set in `calls::take_over` lets one win; a later redelivery of the dead run's job
+//! compare-and-set in `ledger::take_over` lets one win; a later redelivery of the dead run's job
 //! finds the call done or held by a live run, and calls no model.
 //!
 //! Each process takes only its fair share, in random order: what would bring the calls it runs up
@@ -16,7 +16,10 @@
 use crate::in_flight::InFlight;
 use crate::jobs::{Deps, run_started};
 use grove_common::clock;
-use grove_common::db::calls::{self, Runner, Start};
+use grove_common::{
+    db::calls::{self, Runner},
+    ledger::{self, Start},
+};
 use rand::seq::SliceRandom;
 use sea_orm::DbErr;
 use std::{sync::Arc, time::Duration};
@@ -101,9 +104,9 @@ pub async fn pass(deps: &Arc<Deps>, seen: &mut Seen) -> Result<usize, DbErr> {
         // A lapsed time lease is re-checked in the statement itself; a dead process's run is
         // taken with a compare-and-set on the lease as read (a dead process never renews).
         let started = if lapsed {
-            calls::start_attempt(&deps.db, orphan.id, runner).await?
+            ledger::start_attempt(&deps.db, orphan.id, runner).await?
         } else {
-            calls::take_over(&deps.db, orphan.id, &orphan.holder, runner).await?
+            ledger::take_over(&deps.db, orphan.id, &orphan.holder, runner).await?
         };
         let Start::Started(call) = started else {
             continue;

@@ -326,7 +326,7 @@ fn attention(b: &mut String, d: &Data) {
             payments::amount_usd(p).map_or_else(|| "?".into(), |a| format!("${a}")),
             esc(c
                 .as_ref()
-                .and_then(|c| c.mode.as_deref())
+                .and_then(|c| c.mode.map(|m| m.as_str()))
                 .unwrap_or("review_request")),
             payments::attention(p).replace('_', " "),
             p.call_id,

@@ -1,73 +1,41 @@
-//! The durable half of a paid request: claim the idempotency scope, reserve the authorization
-//! `(payer, nonce)`, and record the call and its receipt, in one transaction (`claim`). Then
-//! settlement outcomes are written back (`outcome`), and a failed paid call may be reopened.
+//! The gate's side of the ledger (`grove_common::ledger`, the one writer of calls' and
+//! payments' states): a settlement's outcome as the ledger records it (`outcome`), the claim of a
+//! new call under its idempotency scope, and the reads the gate makes of payments.
 
-mod claim;
-mod claim_pg;
 mod outcome;
 mod settler_nonce;
-mod watched;
 
-pub use claim::claim;
-pub use outcome::{Recorded, record_outcome, record_outcome_starting};
+pub use grove_common::ledger::{
+    Claim, NewCall, NewPayment, Recorded, Watched, record_standing, reopen_failed,
+};
+pub use outcome::{record_outcome, record_outcome_starting};
 pub use settler_nonce::SharedNonces;
-pub use watched::{Watched, record_standing};
 
+use super::idempotency::Scope;
 use chrono::{DateTime, Utc};
-use grove_common::db::{
-    calls::status,
-    entities::{call, idempotency, payment},
-    payments::status as pay_status,
+use grove_common::{
+    db::entities::{idempotency, payment},
+    ledger::{self, PaymentStatus},
 };
-use sea_orm::{
-    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, ExprTrait, QueryFilter, sea_query::Query,
-};
-use serde_json::Value;
+use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
 use uuid::Uuid;
 
-/// A new paid call, before it is written.
-pub struct NewCall {
-    pub kind: &'static str,
-    pub agent: Option<String>,
-    pub mode: Option<String>,
-    pub payer: String,
-    pub request_hash: String,
-    pub request: Value,
-    pub request_id: String,
-}
-
-/// The authorization that pays for it.
-pub struct NewPayment {
-    pub nonce: String,
-    pub amount: String,
-    pub network: String,
-    pub x402_version: i32,
-    /// The exact `/settle` body, so reconciliation can re-post the identical payload.
-    pub settle_request: Value,
-    /// The authorization's `validBefore`, unix seconds.
-    pub valid_before: i64,
-}
-
-/// Calls whose scope another request may take once its window is over: finished with a result
-/// delivered, or proven unpaid. Never one whose payment is reserved or unknown (a second payment
-/// could be charged for one piece of work) nor a paid call that has not delivered (its identical
-/// retry is owed the result, or a free re-run).
-const FINISHED: [&str; 2] = [status::COMPLETED, status::UNPAID];
-
-/// What a claim's writes found (`claim::write`, `claim_pg::write`).
-enum Written {
-    Claimed,
-    ScopeHeld,
-    NonceUsed,
-}
-
-pub enum Claim {
-    /// This request owns the scope: its call is recorded and its payment reserved.
-    New(Box<call::Model>),
-    /// An earlier request owns the scope (replay, wait, or refuse a different body).
-    Existing { call_id: Uuid, request_hash: String },
-    /// The authorization already paid for another request.
-    NonceUsed,
+/// Claims `scope` for a new call paid by `pay`, or reports who already holds it
+/// (`ledger::claim`). `window_start` is the clock's service reading, which measures the
+/// idempotency windows (tests move it); the records themselves carry `now`, its wall reading.
+pub async fn claim(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    call: NewCall,
+    pay: NewPayment,
+    window_start: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<Claim, DbErr> {
+    let scope = ledger::Scope {
+        key: &scope.key,
+        window: scope.window,
+    };
+    ledger::claim(db, scope, call, pay, window_start, now).await
 }
 
 pub async fn payment_for(
@@ -78,35 +46,6 @@ pub async fn payment_for(
         .filter(payment::Column::CallId.eq(call_id))
         .one(db)
         .await
-}
-
-/// A failed call's identical retry: back to pending, exactly once among concurrent retries, and
-/// only when its payment settled: the check is in the same statement, so a call whose settlement
-/// was refused (or is still unknown) can never be re-run for free.
-pub async fn reopen_failed(
-    db: &DatabaseConnection,
-    call_id: Uuid,
-    now: DateTime<Utc>,
-) -> Result<bool, DbErr> {
-    let paid = Query::select()
-        .column(payment::Column::CallId)
-        .from(payment::Entity)
-        .and_where(payment::Column::CallId.eq(call_id))
-        .and_where(payment::Column::Status.is_in(pay_status::PAID))
-        .to_owned();
-    let res = call::Entity::update_many()
-        .col_expr(call::Column::Status, status::PENDING.into())
-        .col_expr(
-            call::Column::Runs,
-            sea_orm::sea_query::Expr::col(call::Column::Runs).add(1),
-        )
-        .col_expr(call::Column::UpdatedAt, now.into())
-        .filter(call::Column::Id.eq(call_id))
-        .filter(call::Column::Status.eq(status::FAILED))
-        .filter(call::Column::Id.in_subquery(paid))
-        .exec(db)
-        .await?;
-    Ok(res.rows_affected == 1)
 }
 
 /// Whether a request is a repeat: its authorization is already reserved (a payment retry), or its
@@ -144,7 +83,7 @@ pub async fn refusal_of(
     Ok(payment::Entity::find()
         .filter(payment::Column::Payer.eq(payer))
         .filter(payment::Column::Nonce.eq(nonce))
-        .filter(payment::Column::Status.eq(pay_status::REFUSED))
+        .filter(payment::Column::Status.eq(PaymentStatus::Refused))
         .one(db)
         .await?
         .map(|p| p.error.unwrap_or_else(|| "settlement_refused".into())))

@@ -36,10 +36,9 @@ use decide::decide;
 pub(crate) use decide::query_of;
 use futures::future::join_all;
 use grove_common::config::SettlementMode;
-use grove_common::db::{
-    calls,
-    entities::payment,
-    payments::{self, status as pay_status},
+use grove_common::{
+    db::{calls, entities::payment, payments},
+    ledger::PaymentStatus,
 };
 use sea_orm::{
     ColumnTrait, DbErr, EntityTrait, ExprTrait, QueryFilter, QueryOrder, QuerySelect,
@@ -134,21 +133,14 @@ fn lease(state: &AppState) -> Duration {
 /// Reservations whose outcome was never recorded, past `stale_reservation_after`: unknown, due now.
 async fn reservations_left_unknown(state: &AppState, now: DateTime<Utc>) -> Result<u64, DbErr> {
     let cutoff = now - stale_reservation_after(state);
-    let res = payment::Entity::update_many()
-        .col_expr(payment::Column::Status, Expr::value(pay_status::UNKNOWN))
-        .col_expr(payment::Column::NextCheckAt, Expr::value(now))
-        .col_expr(payment::Column::UpdatedAt, Expr::value(now))
-        .filter(payments::status_is(pay_status::RESERVED))
-        .filter(payment::Column::UpdatedAt.lt(cutoff))
-        .exec(&state.db)
-        .await?;
-    if res.rows_affected > 0 {
+    let moved = grove_common::ledger::reservations_unknown(&state.db, cutoff, now).await?;
+    if moved > 0 {
         tracing::warn!(
-            payments = res.rows_affected,
+            payments = moved,
             "settlements whose process ended before their outcome was recorded; reconciling them as unknown"
         );
     }
-    Ok(res.rows_affected)
+    Ok(moved)
 }
 
 /// One pass: reservations left without an outcome, every due unknown payment, then every
@@ -158,7 +150,7 @@ pub async fn pass(state: &AppState, started_at: DateTime<Utc>) -> Result<PassSta
     let now = state.clock.wall();
     reservations_left_unknown(state, now).await?;
     let due = payment::Entity::find()
-        .filter(payments::status_is(pay_status::UNKNOWN))
+        .filter(payments::status_is(PaymentStatus::Unknown))
         .filter(payment::Column::NextCheckAt.lte(now))
         .order_by_asc(payment::Column::NextCheckAt)
         .limit(BATCH)
@@ -258,7 +250,7 @@ async fn check(
             Expr::col(payment::Column::Checks).add(1),
         )
         .filter(payment::Column::Id.eq(p.id))
-        .filter(payment::Column::Status.eq(pay_status::UNKNOWN))
+        .filter(payment::Column::Status.eq(PaymentStatus::Unknown))
         .filter(payment::Column::NextCheckAt.eq(p.next_check_at))
         .exec(&state.db)
         .await?;
@@ -303,7 +295,7 @@ async fn check(
             }
             update
                 .filter(payment::Column::Id.eq(p.id))
-                .filter(payment::Column::Status.eq(pay_status::UNKNOWN))
+                .filter(payment::Column::Status.eq(PaymentStatus::Unknown))
                 .exec(&state.db)
                 .await?;
         }

@@ -3,9 +3,9 @@
 use super::BATCH;
 use crate::{paid::fulfil, state::AppState};
 use chrono::{DateTime, Duration, Utc};
-use grove_common::db::{
-    calls::{self, status},
-    entities::call,
+use grove_common::{
+    db::{calls, entities::call},
+    ledger::CallStatus,
 };
 use sea_orm::{
     ColumnTrait, Condition, DbErr, EntityTrait, ExprTrait, QueryFilter, QueryOrder, QuerySelect,
@@ -32,12 +32,12 @@ pub(super) async fn stranded(
     let lost = Condition::any()
         .add(
             Condition::all()
-                .add(call::Column::Status.eq(status::PENDING))
+                .add(call::Column::Status.eq(CallStatus::Pending))
                 .add(call::Column::UpdatedAt.lt(lost_before)),
         )
         .add(
             Condition::all()
-                .add(call::Column::Status.eq(status::RUNNING))
+                .add(call::Column::Status.eq(CallStatus::Running))
                 .add(lease_until.lt(now))
                 // Once per lease period, not once per pass.
                 .add(call::Column::UpdatedAt.lt(now - calls::LEASE)),
@@ -54,7 +54,7 @@ pub(super) async fn stranded(
         let taken = call::Entity::update_many()
             .col_expr(call::Column::UpdatedAt, Expr::value(now))
             .filter(call::Column::Id.eq(c.id))
-            .filter(call::Column::Status.eq(c.status.as_str()))
+            .filter(call::Column::Status.eq(c.status))
             .filter(call::Column::UpdatedAt.eq(c.updated_at))
             .exec(&state.db)
             .await?;

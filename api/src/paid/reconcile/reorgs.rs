@@ -49,7 +49,7 @@ pub(super) async fn watch(state: &AppState, now: DateTime<Utc>) -> Result<usize,
                 sea_orm::sea_query::Expr::value(Some(lease)),
             )
             .filter(payment::Column::Id.eq(p.id))
-            .filter(payment::Column::Status.eq(p.status.as_str()))
+            .filter(payment::Column::Status.eq(p.status))
             .filter(match p.next_check_at {
                 Some(at) => payment::Column::NextCheckAt.eq(at),
                 None => payment::Column::NextCheckAt.is_null(),

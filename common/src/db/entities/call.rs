@@ -1,5 +1,7 @@
 //! A paid call: what was asked, by whom, and where its work stands.
 
+use crate::catalog::ids::{CoachId, ModeId};
+use crate::ledger::status::{CallKind, CallStatus};
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -7,17 +9,16 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
-    /// `coaching` or `review_request`.
-    pub kind: String,
-    pub agent: Option<String>,
-    pub mode: Option<String>,
+    pub kind: CallKind,
+    /// The coach and mode of a coaching call (none for a review request).
+    pub agent: Option<CoachId>,
+    pub mode: Option<ModeId>,
     /// Lowercase 0x address recovered from the payment.
     pub payer: String,
     /// sha256 of the path and the canonical body: what "the same request" means.
     pub request_hash: String,
     pub request: Json,
-    /// `pending`, `running`, `completed` or `failed`.
-    pub status: String,
+    pub status: CallStatus,
     /// How many times a job started on this call (at-least-once delivery shows up here).
     pub attempts: i32,
     /// Free re-runs after a failure start a new run (model answers are kept per run).

@@ -1,5 +1,6 @@
 //! One x402 authorization, reserved by `(payer, nonce)` so that it can pay for one request only.
 
+use crate::ledger::status::PaymentStatus;
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -16,11 +17,7 @@ pub struct Model {
     pub amount: String,
     pub network: String,
     pub x402_version: i32,
-    /// `reserved`, `settled`, `unsettled` (development: verified locally only), `refused`,
-    /// `released` (nothing processed; the authorization may be offered again), `unknown` (being
-    /// reconciled) or `reorged` (settled, then its transfer left the chain); see
-    /// `db::payments::status`.
-    pub status: String,
+    pub status: PaymentStatus,
     pub transaction: Option<String>,
     pub error: Option<String>,
     /// The exact `/settle` body, kept so reconciliation re-posts the identical payload.

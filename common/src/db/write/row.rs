@@ -5,7 +5,7 @@
 use crate::db::entities::call;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use rusqlite::{Row, types::FromSqlError};
-use sea_orm::Iterable;
+use sea_orm::{ActiveEnum, Iterable};
 use uuid::Uuid;
 
 /// `RETURNING` these, in this order, for [`call`].
@@ -20,13 +20,13 @@ pub fn call(row: &Row<'_>) -> Result<call::Model, rusqlite::Error> {
     // In the entity's column order; `call_columns` asks for exactly these.
     Ok(call::Model {
         id: uuid(row, next())?,
-        kind: row.get(next())?,
-        agent: row.get(next())?,
-        mode: row.get(next())?,
+        kind: stored(row, next())?,
+        agent: optional_id(row, next())?,
+        mode: optional_id(row, next())?,
         payer: row.get(next())?,
         request_hash: row.get(next())?,
         request: json(row, next())?,
-        status: row.get(next())?,
+        status: stored(row, next())?,
         attempts: row.get(next())?,
         runs: row.get(next())?,
         error: row.get(next())?,
@@ -41,6 +41,23 @@ pub fn call(row: &Row<'_>) -> Result<call::Model, rusqlite::Error> {
 fn uuid(row: &Row<'_>, i: usize) -> Result<Uuid, rusqlite::Error> {
     let bytes: Vec<u8> = row.get(i)?;
     Uuid::from_slice(&bytes).map_err(|e| conversion(i, e))
+}
+
+/// A state or kind, from the text it is stored as.
+fn stored<T: ActiveEnum<Value = String>>(row: &Row<'_>, i: usize) -> Result<T, rusqlite::Error> {
+    let text: String = row.get(i)?;
+    T::try_from_value(&text).map_err(|e| conversion(i, e))
+}
+
+/// A coach's or mode's id, from its text.
+fn optional_id<T>(row: &Row<'_>, i: usize) -> Result<Option<T>, rusqlite::Error>
+where
+    T: std::str::FromStr,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    let text: Option<String> = row.get(i)?;
+    text.map(|t| t.parse().map_err(|e| conversion(i, e)))
+        .transpose()
 }
 
 fn json(row: &Row<'_>, i: usize) -> Result<serde_json::Value, rusqlite::Error> {

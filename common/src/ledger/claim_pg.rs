@@ -5,9 +5,9 @@
 //! transaction around it. The same writes as `claim::write`, which SQLite runs on the caller's
 //! thread.
 
-use super::{FINISHED, Written};
-use grove_common::{
-    db::{calls::status, payments::status as pay_status},
+use super::status::{CallKind, CallStatus, PaymentStatus};
+use crate::{
+    catalog::{CoachId, ModeId},
     receipt as receipts,
 };
 use sea_orm::{
@@ -31,9 +31,9 @@ pub(super) struct Row {
     pub settle_request: String,
     pub valid_before: i64,
     pub now: chrono::DateTime<chrono::Utc>,
-    pub kind: String,
-    pub agent: Option<String>,
-    pub mode: Option<String>,
+    pub kind: CallKind,
+    pub agent: Option<CoachId>,
+    pub mode: Option<ModeId>,
     pub request: String,
     pub receipt_id: String,
     pub request_id: String,
@@ -43,7 +43,7 @@ pub(super) struct Row {
 /// then the payment's reservation (taken over from a released one), then the call and its
 /// receipt; each part runs only if the one before it wrote its row.
 fn sql() -> String {
-    let finished = FINISHED.map(|s| format!("'{s}'")).join(", ");
+    let finished = CallStatus::FINISHED.map(|s| format!("'{s}'")).join(", ");
     format!(
         r#"WITH s AS (
     INSERT INTO "idempotency_records" ("scope", "call_id", "request_hash", "expires_at", "created_at")
@@ -77,11 +77,18 @@ r AS (
 SELECT (SELECT count(*) FROM s) AS "scope", (SELECT count(*) FROM p) AS "paid",
     CASE WHEN (SELECT count(*) FROM s) = 1 AND (SELECT count(*) FROM p) = 0
         THEN "grove_claim_refused"('{refused}') ELSE 0 END AS "refused""#,
-        reserved = pay_status::RESERVED,
-        released = pay_status::RELEASED,
-        settling = status::SETTLING,
+        reserved = PaymentStatus::INITIAL,
+        released = PaymentStatus::Released,
+        settling = CallStatus::INITIAL,
         refused = REFUSED_NONCE_USED,
     )
+}
+
+/// What a claim's writes found (`write`, and `claim::write` on SQLite).
+pub(super) enum Written {
+    Claimed,
+    ScopeHeld,
+    NonceUsed,
 }
 
 /// The SQLSTATE of `grove_claim_refused` (migration `m20261125_000010_claim_refusal`).

@@ -4,16 +4,17 @@
 //! result's transaction took five, the settlement's outcome four, of about sixteen a paid call.
 //! One statement whose parts are chained through `WITH` is atomic the same way (every part runs
 //! once, to completion, or the whole fails), so these take one each (issue 12). SQLite runs the
-//! same writes as transactions on the caller's thread (`super::super::write`), where a statement
+//! same writes as transactions on the caller's thread (`crate::db::write`), where a statement
 //! costs no round trip.
 
-use super::{Finished, Finisher, status};
-use crate::db::{entities::result, payments::status as pay_status};
+use super::from;
+use super::status::{CallStatus, PaymentStatus};
+use crate::db::{calls::Finisher, entities::result};
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Statement, Value};
 use uuid::Uuid;
 
-/// One model answer to store with the result (`super::ModelCallRecord`, as bound).
+/// One model answer to store with the result (`db::calls::ModelCallRecord`, as bound).
 pub(super) struct Answer {
     pub run: i32,
     pub seq: i32,
@@ -22,7 +23,23 @@ pub(super) struct Answer {
     pub http_attempts: i32,
 }
 
-/// `super::complete`'s transaction: completes the call if `by` may, stores `stored` unless a
+/// What `complete`'s transaction did.
+pub(super) enum Finished {
+    /// `by` may not complete the call: nothing was written.
+    NotHolder,
+    /// This run's result is the call's.
+    Stored,
+    /// The call already had a result.
+    Existing,
+}
+
+/// States as SQL string literals, for a guard written into a statement.
+fn literals(states: &[CallStatus]) -> String {
+    let quoted: Vec<String> = states.iter().map(|s| format!("'{s}'")).collect();
+    quoted.join(", ")
+}
+
+/// `super::call::complete`'s transaction: completes the call if `by` may, stores `stored` unless a
 /// result exists, and the answer it came from.
 pub(super) async fn complete(
     db: &DatabaseConnection,
@@ -34,9 +51,12 @@ pub(super) async fn complete(
     let guard = match by {
         Finisher::Run(_) => format!(
             r#" AND "status" = '{}' AND "lease_owner" = $14"#,
-            status::RUNNING
+            CallStatus::Running
         ),
-        Finisher::Unleased => r#" AND $14::varchar IS NULL"#.to_owned(),
+        Finisher::Unleased => format!(
+            r#" AND $14::varchar IS NULL AND "status" IN ({})"#,
+            literals(&from::COMPLETE_UNLEASED)
+        ),
     };
     let sql = format!(
         r#"WITH c AS (
@@ -51,7 +71,7 @@ m AS (
     SELECT "id", $7, $8, $9::json, $10, $11, $12, $2 FROM c WHERE $13
     ON CONFLICT ("call_id", "run", "seq") DO NOTHING)
 SELECT (SELECT count(*) FROM c) AS "finished", (SELECT count(*) FROM r) AS "stored""#,
-        completed = status::COMPLETED,
+        completed = CallStatus::Completed,
     );
     let owner = match by {
         Finisher::Run(owner) => Some(owner.to_string()),
@@ -94,10 +114,10 @@ SELECT (SELECT count(*) FROM c) AS "finished", (SELECT count(*) FROM r) AS "stor
 /// A settled payment (`settled`: its status, `transaction` if it named one) and its call,
 /// `settling → pending`, only if the payment was still reserved or unknown. True if the call
 /// moved.
-pub async fn settled(
+pub(super) async fn settled(
     db: &DatabaseConnection,
     call_id: Uuid,
-    settled: &str,
+    settled: PaymentStatus,
     transaction: Option<String>,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
@@ -107,18 +127,18 @@ pub async fn settled(
     WHERE "call_id" = $1 AND "status" IN ($5, $6) RETURNING "call_id"),
 c AS (
     UPDATE "calls" SET "status" = '{pending}', "error" = NULL, "updated_at" = $2
-    WHERE "id" = $1 AND "status" = '{settling}' AND (SELECT count(*) FROM p) = 1 RETURNING "id")
+    WHERE "id" = $1 AND "status" IN ({settling}) AND (SELECT count(*) FROM p) = 1 RETURNING "id")
 SELECT (SELECT count(*) FROM p) AS "paid", (SELECT count(*) FROM c) AS "moved""#,
-        pending = status::PENDING,
-        settling = status::SETTLING,
+        pending = CallStatus::Pending,
+        settling = literals(&from::SETTLED),
     );
     let values: [Value; 6] = [
         call_id.into(),
         now.into(),
         settled.into(),
         transaction.into(),
-        pay_status::RESERVED.into(),
-        pay_status::UNKNOWN.into(),
+        PaymentStatus::OPEN[0].into(),
+        PaymentStatus::OPEN[1].into(),
     ];
     let (paid, moved) = counts(db, sql, values, "paid", "moved").await?;
     Ok(paid == 1 && moved == 1)

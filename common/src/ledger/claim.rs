@@ -1,20 +1,60 @@
 //! Claiming a new paid call: the idempotency scope, the payment's reservation, the call and its
 //! receipt, in one transaction, or who already holds the scope or the authorization.
 
-use super::{Claim, FINISHED, NewCall, NewPayment, Written, claim_pg};
-use crate::paid::idempotency::Scope;
-use chrono::{DateTime, Utc};
-use grove_common::{
+use super::{
+    claim_pg::{self, Written},
+    status::{CallKind, CallStatus, PaymentStatus},
+};
+use crate::{
+    catalog::{CoachId, ModeId},
     db::{
-        calls::status,
         entities::{call, idempotency},
-        payments::status as pay_status,
         write::{Done, Exec, Inserted},
     },
     receipt as receipts,
 };
+use chrono::{DateTime, Utc};
 use sea_orm::{DatabaseConnection, DbBackend, DbErr, EntityTrait, Statement, Value};
+use std::time::Duration;
 use uuid::Uuid;
+
+/// A new paid call, before it is written.
+pub struct NewCall {
+    pub kind: CallKind,
+    pub agent: Option<CoachId>,
+    pub mode: Option<ModeId>,
+    pub payer: String,
+    pub request_hash: String,
+    pub request: serde_json::Value,
+    pub request_id: String,
+}
+
+/// The authorization that pays for it.
+pub struct NewPayment {
+    pub nonce: String,
+    pub amount: String,
+    pub network: String,
+    pub x402_version: i32,
+    /// The exact `/settle` body, so reconciliation can re-post the identical payload.
+    pub settle_request: serde_json::Value,
+    /// The authorization's `validBefore`, unix seconds.
+    pub valid_before: i64,
+}
+
+/// The idempotency scope a new call claims: its key, and how long it answers for the call.
+pub struct Scope<'a> {
+    pub key: &'a str,
+    pub window: Duration,
+}
+
+pub enum Claim {
+    /// This request owns the scope: its call is recorded and its payment reserved.
+    New(Box<call::Model>),
+    /// An earlier request owns the scope (replay, wait, or refuse a different body).
+    Existing { call_id: Uuid, request_hash: String },
+    /// The authorization already paid for another request.
+    NonceUsed,
+}
 
 /// The record holding `scope`, expired or not: a scope whose call has not finished is held past
 /// its window (see `claim`).
@@ -37,7 +77,7 @@ fn existing(record: idempotency::Model) -> Claim {
 /// records themselves carry `now`, its wall reading.
 pub async fn claim(
     db: &DatabaseConnection,
-    scope: &Scope,
+    scope: Scope<'_>,
     call: NewCall,
     pay: NewPayment,
     window_start: DateTime<Utc>,
@@ -48,16 +88,17 @@ pub async fn claim(
     let call_id = Uuid::now_v7();
     let receipt_id = receipts::new_id();
     let window = chrono::Duration::from_std(scope.window).unwrap_or(chrono::Duration::hours(24));
+    let scope = scope.key;
     let model = call::Model {
         id: call_id,
-        kind: call.kind.to_owned(),
+        kind: call.kind,
         agent: call.agent,
         mode: call.mode,
         payer: call.payer,
         request_hash: call.request_hash,
         request: call.request,
         // Nothing may run until the settlement's outcome is known.
-        status: status::SETTLING.into(),
+        status: CallStatus::INITIAL,
         attempts: 0,
         runs: 0,
         error: None,
@@ -69,7 +110,7 @@ pub async fn claim(
     };
     let written = if db.get_database_backend() == DbBackend::Postgres {
         let row = claim_pg::Row {
-            scope: scope.key.clone(),
+            scope: scope.to_owned(),
             call_id,
             request_hash: model.request_hash.clone(),
             window_start,
@@ -83,9 +124,9 @@ pub async fn claim(
             settle_request: pay.settle_request.to_string(),
             valid_before: pay.valid_before,
             now,
-            kind: model.kind.clone(),
-            agent: model.agent.clone(),
-            mode: model.mode.clone(),
+            kind: model.kind,
+            agent: model.agent,
+            mode: model.mode,
             request: model.request.to_string(),
             receipt_id: receipt_id.clone(),
             request_id: model.request_id.clone(),
@@ -93,14 +134,14 @@ pub async fn claim(
         claim_pg::write(db, row).await?
     } else {
         let writes = writes(scope, &model, pay, window_start, window, now);
-        grove_common::transaction!(db, async move |e| write(e, writes).await)?
+        crate::transaction!(db, async move |e| write(e, writes).await)?
     };
     match written {
         Written::Claimed => Ok(Claim::New(Box::new(model))),
         Written::NonceUsed => Ok(Claim::NonceUsed),
         // A live record, or one whose call has not finished, holds the scope: wait for, replay or
         // refuse against its call.
-        Written::ScopeHeld => match holder(db, &scope.key).await? {
+        Written::ScopeHeld => match holder(db, scope).await? {
             Some(record) => Ok(existing(record)),
             None => Err(DbErr::Custom(
                 "idempotency scope held by a record that is not live".into(),
@@ -120,7 +161,7 @@ struct Sql {
 }
 
 static SQL: std::sync::LazyLock<Sql> = std::sync::LazyLock::new(|| {
-    let finished = FINISHED.map(|s| format!("'{s}'")).join(", ");
+    let finished = CallStatus::FINISHED.map(|s| format!("'{s}'")).join(", ");
     Sql {
         // An expired record of a finished call answers nothing any more, so the insert takes
         // its place in the same statement (no separate delete on the paid path); the call's
@@ -152,8 +193,8 @@ ON CONFLICT ("payer", "nonce") DO UPDATE SET "call_id" = "excluded"."call_id",
     "valid_before" = "excluded"."valid_before", "checks" = 0, "next_check_at" = NULL,
     "sent_tx" = NULL, "sent_tx_raw" = NULL, "updated_at" = "excluded"."updated_at"
 WHERE "payments"."status" = '{released}'"#,
-            reserved = pay_status::RESERVED,
-            released = pay_status::RELEASED,
+            reserved = PaymentStatus::INITIAL,
+            released = PaymentStatus::Released,
         ),
         call: r#"INSERT INTO "calls" ("id", "kind", "agent", "mode", "payer", "request_hash",
     "request", "status", "attempts", "runs", "error", "receipt_id", "request_id", "created_at",
@@ -166,7 +207,7 @@ VALUES (?1, ?2, ?3, ?4, ?5)"#,
 
 /// The claim's four inserts for a transaction body (`write`), bound.
 fn writes(
-    scope: &Scope,
+    scope: &str,
     model: &call::Model,
     pay: NewPayment,
     window_start: DateTime<Utc>,
@@ -182,7 +223,7 @@ fn writes(
         scope: stmt(
             &sql.scope,
             vec![
-                scope.key.clone().into(),
+                scope.to_owned().into(),
                 m.id.into(),
                 m.request_hash.clone().into(),
                 (window_start + window).into(),
@@ -209,7 +250,7 @@ fn writes(
             vec![
                 m.receipt_id.clone().into(),
                 m.id.into(),
-                m.kind.clone().into(),
+                m.kind.as_str().into(),
                 now.into(),
                 receipts::expires_at(now).into(),
             ],

@@ -1,0 +1,213 @@
+//! A settlement's outcome written onto its payment and call, in one transaction, wherever it
+//! was learned (the paid request, reconciliation); and reservations whose outcome was never
+//! written, handed to reconciliation.
+
+use super::{
+    call as moves,
+    status::{CallStatus, PaymentStatus},
+};
+use crate::db::{
+    calls::Runner,
+    entities::{idempotency, payment},
+    write::{Done, Exec},
+};
+use crate::jobs::Started;
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ColumnTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, QueryFilter, sea_query::Expr,
+};
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// What a settlement came to, as the ledger records it.
+#[derive(Clone, Debug)]
+pub enum Settlement {
+    /// The money moved (`local`: verified here only, in development). `transaction` when a
+    /// chain named it.
+    Settled {
+        transaction: Option<String>,
+        local: bool,
+    },
+    /// Nothing was bought. `operator_fault`: nothing was processed, through no fault of the
+    /// payer's (our credentials were refused), so the authorization is handed back to pay again.
+    Refused {
+        reason: String,
+        operator_fault: bool,
+    },
+    /// The money may or may not have moved; `sent`: a transaction that may carry it (its hash,
+    /// and its signed bytes when we sent it).
+    Unknown {
+        reason: String,
+        sent: Option<(String, Option<String>)>,
+    },
+}
+
+/// The error an unpaid call records: `<code>:<reason>`, the code its answer carries.
+pub const SETTLEMENT_FAILED: &str = "settlement_failed";
+pub const SETTLEMENT_UNAVAILABLE: &str = "settlement_unavailable";
+
+/// What writing an outcome did to its call.
+pub struct Recorded {
+    /// The outcome moved the call out of `settling` (false when reconciliation got there first).
+    pub moved: bool,
+    /// The run started in the same transaction (`start` given), when it did.
+    pub started: Option<Started>,
+}
+
+/// Where a payment may be when its settlement's outcome is written.
+pub const OUTCOME_FROM: [PaymentStatus; 2] = PaymentStatus::OPEN;
+
+/// Writes a settlement's outcome, with what it means for the call, in one transaction:
+/// settled → the call may run (`settling → pending`, or `→ running` for `start`, the embedded
+/// worker's run, in the same transaction: one write transaction fewer per paid call, issue 12);
+/// refused → nothing was bought (`unpaid`, the scope released so a new payment can buy it);
+/// unknown → the payment is handed to reconciliation, due at once (`now`), and the call keeps
+/// waiting in `settling`. Only a payment still `reserved` or `unknown` takes an outcome.
+pub async fn record(
+    db: &DatabaseConnection,
+    call_id: Uuid,
+    outcome: &Settlement,
+    now: DateTime<Utc>,
+    start: Option<Runner>,
+) -> Result<Recorded, DbErr> {
+    // The paid call's own outcome on PostgreSQL: one statement, not a four-round-trip
+    // transaction (issue 12). The same writes as `write`'s settled branch.
+    if let Settlement::Settled { transaction, local } = outcome
+        && db.get_database_backend() == DbBackend::Postgres
+    {
+        let tx = transaction.clone().filter(|t| !t.is_empty());
+        let moved = super::pg::settled(db, call_id, paid(*local), tx, now).await?;
+        return Ok(Recorded {
+            moved,
+            started: None,
+        });
+    }
+    crate::transaction!(db, async move |e| write(e, call_id, outcome, now, start)
+        .await)
+}
+
+/// A settled payment's status: `unsettled` when it was only verified here (development).
+fn paid(local: bool) -> PaymentStatus {
+    if local {
+        PaymentStatus::Unsettled
+    } else {
+        PaymentStatus::Settled
+    }
+}
+
+async fn write(
+    e: &impl Exec,
+    call_id: Uuid,
+    outcome: &Settlement,
+    now: DateTime<Utc>,
+    start: Option<Runner>,
+) -> Result<Done<Recorded>, DbErr> {
+    let payment_update = payment::Entity::update_many()
+        .col_expr(payment::Column::UpdatedAt, now.into())
+        .filter(payment::Column::CallId.eq(call_id))
+        .filter(payment::Column::Status.is_in(OUTCOME_FROM));
+    let unmoved = Recorded {
+        moved: false,
+        started: None,
+    };
+    let moved = match outcome {
+        Settlement::Settled { transaction, local } => {
+            let tx = transaction.clone().filter(|t| !t.is_empty());
+            let changed = payment_update
+                .col_expr(payment::Column::Status, paid(*local).into())
+                .col_expr(payment::Column::Transaction, tx.into())
+                .col_expr(payment::Column::Error, Option::<String>::None.into())
+                .col_expr(
+                    payment::Column::NextCheckAt,
+                    Option::<DateTime<Utc>>::None.into(),
+                );
+            if e.exec(&changed).await? != 1 {
+                return Ok(Done::Commit(unmoved));
+            }
+            let Some(runner) = start else {
+                let moved = moves::settle(e, call_id, CallStatus::Pending, None, now).await?;
+                return Ok(Done::Commit(Recorded {
+                    moved,
+                    started: None,
+                }));
+            };
+            let started = e
+                .update_calls(moves::start_settled(call_id, runner))
+                .await?;
+            let started = started.into_iter().next().map(|call| Started {
+                runner,
+                call: Arc::new(call),
+                at: tokio::time::Instant::now(),
+            });
+            return Ok(Done::Commit(Recorded {
+                moved: started.is_some(),
+                started,
+            }));
+        }
+        Settlement::Refused {
+            reason,
+            operator_fault,
+        } => {
+            // Refused credentials processed nothing: the reservation is handed back so that the
+            // same authorization pays once the operator fixes them, and the call's answer is not
+            // a 402 (`settlement_unavailable`).
+            let (paid, code) = if *operator_fault {
+                (PaymentStatus::Released, SETTLEMENT_UNAVAILABLE)
+            } else {
+                (PaymentStatus::Refused, SETTLEMENT_FAILED)
+            };
+            let changed = payment_update
+                .col_expr(payment::Column::Status, paid.into())
+                .col_expr(payment::Column::Error, Some(reason.clone()).into())
+                .col_expr(
+                    payment::Column::NextCheckAt,
+                    Option::<DateTime<Utc>>::None.into(),
+                );
+            let error = Some(format!("{code}:{reason}"));
+            let moved = e.exec(&changed).await? == 1
+                && moves::settle(e, call_id, CallStatus::Unpaid, error, now).await?;
+            if moved {
+                let release = idempotency::Entity::delete_many()
+                    .filter(idempotency::Column::CallId.eq(call_id));
+                e.exec(&release).await?;
+            }
+            moved
+        }
+        Settlement::Unknown { reason, sent } => {
+            let mut update = payment_update
+                .col_expr(payment::Column::Status, PaymentStatus::Unknown.into())
+                .col_expr(payment::Column::Error, Some(reason.clone()).into())
+                .col_expr(payment::Column::NextCheckAt, Some(now).into());
+            if let Some((hash, raw)) = sent {
+                update = update
+                    .col_expr(payment::Column::SentTx, Some(hash.clone()).into())
+                    .col_expr(payment::Column::SentTxRaw, raw.clone().into());
+            }
+            e.exec(&update).await?;
+            false
+        }
+    };
+    Ok(Done::Commit(Recorded {
+        moved,
+        started: None,
+    }))
+}
+
+/// Reservations whose outcome was never written, last touched before `cutoff` (their process
+/// died mid-settlement, or before writing the outcome): `reserved → unknown`, due now, for
+/// reconciliation. Returns how many moved.
+pub async fn reservations_unknown(
+    db: &DatabaseConnection,
+    cutoff: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<u64, DbErr> {
+    let res = payment::Entity::update_many()
+        .col_expr(payment::Column::Status, Expr::value(PaymentStatus::Unknown))
+        .col_expr(payment::Column::NextCheckAt, Expr::value(now))
+        .col_expr(payment::Column::UpdatedAt, Expr::value(now))
+        .filter(crate::db::payments::status_is(PaymentStatus::Reserved))
+        .filter(payment::Column::UpdatedAt.lt(cutoff))
+        .exec(db)
+        .await?;
+    Ok(res.rows_affected)
+}
