@@ -3,7 +3,7 @@
 //! 10,000 calls waiting on a 10 s model. Now one backstop pass a second reads every waited-for
 //! call in batches, and a subscription that comes back after a break wakes every waiter to look.
 
-use grove_common::{completion::Completions, queue};
+use grove_common::{completion::Completions, ledger::CallStatus, queue};
 use grove_tests::{
     TestDb,
     db::insert_call,
@@ -20,12 +20,12 @@ async fn the_backstop_wakes_the_waiters_of_final_calls_only() {
     // More waiting calls than one batch holds, so the pass reads in several queries.
     let mut running = Vec::new();
     for _ in 0..600 {
-        running.push(insert_call(&db, "running").await);
+        running.push(insert_call(&db, CallStatus::Running).await);
     }
     let finished = [
-        insert_call(&db, "completed").await,
-        insert_call(&db, "failed").await,
-        insert_call(&db, "unpaid").await,
+        insert_call(&db, CallStatus::Completed).await,
+        insert_call(&db, CallStatus::Failed).await,
+        insert_call(&db, CallStatus::Unpaid).await,
     ];
     let waiting: Vec<_> = running.iter().map(|id| completions.waiter(*id)).collect();
     let woken: Vec<_> = finished.iter().map(|id| completions.waiter(*id)).collect();

@@ -3,7 +3,7 @@
 //! job that runs twice (at-least-once delivery) records one answer.
 
 use super::entities::{call, model_call, result};
-use crate::clock;
+use crate::{clock, ledger::CallStatus};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, Insert, QueryFilter,
     sea_query::OnConflict,
@@ -33,7 +33,11 @@ pub async fn final_among(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<Vec<
         .select_only()
         .column(call::Column::Id)
         .filter(call::Column::Id.is_in(ids.iter().copied()))
-        .filter(call::Column::Status.is_in([status::COMPLETED, status::FAILED, status::UNPAID]))
+        .filter(call::Column::Status.is_in([
+            CallStatus::Completed,
+            CallStatus::Failed,
+            CallStatus::Unpaid,
+        ]))
         .into_tuple()
         .all(db)
         .await
