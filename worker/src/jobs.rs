@@ -79,7 +79,10 @@ pub async fn coaching_job(job: CoachingJob, deps: Data<Arc<Deps>>) -> Result<(),
     grove_common::telemetry::continue_trace(&span, job.trace.as_deref());
     let deps: Arc<Deps> = Arc::clone(&deps);
     let _slot = deps.load.enter();
-    detached(run_coaching(job, deps).instrument(span)).await
+    // Boxed: passed by value, the run's future would be stored twice while it waits on the
+    // model, once in this future's argument slot and once in the task `detached` spawns
+    // (21 KiB a call in flight, issue 31).
+    detached(Box::pin(run_coaching(job, deps).instrument(span))).await
 }
 
 /// Runs a job on its own task, so that a queue consumer that dies (Redis went away) and is
@@ -103,7 +106,7 @@ pub async fn run_coaching(job: CoachingJob, deps: Arc<Deps>) -> Result<(), JobEr
     // The api only starts runs for the worker beside it; any other job starts its own.
     let own = |s: &Started| s.runner.process == deps.liveness.key();
     if let Some(started) = job.started.clone().filter(own) {
-        return run_pre_started(&deps, started).await;
+        return Box::pin(run_pre_started(&deps, started)).await;
     }
     let runner = Runner {
         run: Uuid::now_v7(),
@@ -111,7 +114,9 @@ pub async fn run_coaching(job: CoachingJob, deps: Arc<Deps>) -> Result<(), JobEr
     };
     let give_up = tokio::time::Instant::now() + WAIT_FOR_LIVE_RUN;
     let call = loop {
-        match begin(&deps, job.call_id, runner).await? {
+        // Boxed phases before and after the model's answer are freed once done: the future
+        // held while the model thinks is only as large as that wait (issue 31).
+        match Box::pin(begin(&deps, job.call_id, runner)).await? {
             Start::Started(call) => break call,
             Start::Busy(_) if tokio::time::Instant::now() < give_up => {
                 tokio::time::sleep(LIVE_RUN_POLL).await;
@@ -136,7 +141,7 @@ pub async fn run_coaching(job: CoachingJob, deps: Arc<Deps>) -> Result<(), JobEr
             }
         }
     };
-    run_started(&deps, &call, runner).await
+    Box::pin(run_started(&deps, &call, runner)).await
 }
 
 /// A run the api started for this process in the transaction that recorded the settlement
@@ -206,7 +211,7 @@ pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Res
             // A database blip (restart, failover) is waited out: the answer is paid for, and a
             // run that gave up here would make the next one call the model again.
             let _live = crate::in_flight::LiveRun::enter(runner.run);
-            let stored = outage::retrying("store the call's result", || {
+            let stored = Box::pin(outage::retrying("store the call's result", || {
                 ledger::complete(
                     &deps.db,
                     call.id,
@@ -216,7 +221,7 @@ pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Res
                     model_calls,
                     answer.clone(),
                 )
-            })
+            }))
             .await?;
             let Some(stored) = stored else {
                 return lease_lost();
@@ -231,9 +236,9 @@ pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Res
         }
         Outcome::Failed { reason } => {
             let _live = crate::in_flight::LiveRun::enter(runner.run);
-            let failed = outage::retrying("store the call's failure", || {
+            let failed = Box::pin(outage::retrying("store the call's failure", || {
                 ledger::fail(&deps.db, call.id, by, &reason)
-            })
+            }))
             .await?;
             if !failed {
                 return lease_lost();

@@ -60,7 +60,11 @@ pub async fn purchase(
     let now_unix = state.clock.wall_unix();
     let verified = match presented {
         Ok(Some(p)) => {
-            smart_wallet::verify_payload(p, &expected, now_unix, state.wallets.as_deref()).await
+            let wallets = state.wallets.as_deref();
+            Box::pin(smart_wallet::verify_payload(
+                p, &expected, now_unix, wallets,
+            ))
+            .await
         }
         Ok(None) => {
             health::before_price(state, product)?;
@@ -98,26 +102,29 @@ pub async fn purchase(
         key.as_ref(),
     );
     let request_hash = idempotency::request_hash(path, &canonical);
-    payer_within_limit(state, &payment, &scope).await?;
+    // Every phase before and after the wait is boxed, and freed when done: the future held while
+    // the model thinks is only as large as the wait itself (issue 31: the handler's future was
+    // 43 KiB a call in flight).
+    Box::pin(payer_within_limit(state, &payment, &scope)).await?;
     let deadline = Instant::now() + state.config.call_deadline;
     let requirements = terms.requirements(payment.version);
     let settle_request = SettleRequest::for_payment(&payment, requirements);
-    let claim = reserve(
+    let claim = Box::pin(reserve(
         state,
         product,
         &payment,
         &scope,
         &request_hash,
         &settle_request,
-    )
+    ))
     .await?;
     let ended = match claim {
-        Claim::NonceUsed => return Err(already_used(state, &terms, &payment).await?),
+        Claim::NonceUsed => return Err(Box::pin(already_used(state, &terms, &payment)).await?),
         Claim::Existing {
             request_hash: held, ..
         } if held != request_hash => return Err(ApiError::IdempotencyKeyReused),
         Claim::Existing { call_id, .. } => {
-            fulfil::repeat(state, product, call_id, deadline).await?
+            Box::pin(fulfil::repeat(state, product, call_id, deadline)).await?
         }
         Claim::New(call) => {
             // A paid call that waits on the model is ahead of new ones from here until its job
@@ -130,7 +137,14 @@ pub async fn purchase(
             settle_and_wait(state, &terms, product, call, request, deadline, settling).await?
         }
     };
-    ended::deliver(state, &terms, product.labels().mode, &payment, ended).await
+    Box::pin(ended::deliver(
+        state,
+        &terms,
+        product.labels().mode,
+        &payment,
+        ended,
+    ))
+    .await
 }
 
 /// The payer's limit on new paid calls (`crate::limits`). Over it, a request is refused only if
@@ -219,7 +233,9 @@ async fn settle_and_wait(
     deadline: Instant,
     settling: Option<Settling<'_>>,
 ) -> Result<Ended, ApiError> {
-    if let Some(NotSold { reason, error }) = product.before_settlement(state, call.id).await? {
+    if let Some(NotSold { reason, error }) =
+        Box::pin(product.before_settlement(state, call.id)).await?
+    {
         let not_sold = SettleOutcome::Refused {
             reason: reason.into(),
         };
@@ -233,11 +249,13 @@ async fn settle_and_wait(
         otel.kind = "client",
         payment.outcome = tracing::field::Empty,
     );
-    let outcome = state
-        .settler
-        .settle(settle_request)
-        .instrument(span.clone())
-        .await;
+    let outcome = Box::pin(
+        state
+            .settler
+            .settle(settle_request)
+            .instrument(span.clone()),
+    )
+    .await;
     span.record("payment.outcome", outcome.label());
     state.metrics.settlement(outcome.label());
     // A product whose run this process's worker may start does so in the outcome's own
@@ -245,10 +263,10 @@ async fn settle_and_wait(
     let runner = product.run_with_settlement(state);
     let now = state.clock.wall();
     let span = grove_common::telemetry::db_span(&state.db, "UPDATE", "payments");
-    let Recorded { moved, started } =
-        ledger::record_outcome_starting(&state.db, call.id, &outcome, now, runner)
-            .instrument(span)
-            .await?;
+    let Recorded { moved, started } = Box::pin(
+        ledger::record_outcome_starting(&state.db, call.id, &outcome, now, runner).instrument(span),
+    )
+    .await?;
     let mut transaction = None;
     let mut pushed = false;
     match &outcome {
@@ -264,7 +282,7 @@ async fn settle_and_wait(
             } else {
                 tracing::warn!(call_id = %call.id, %reason, "settlement refused");
             }
-            product.settlement_refused(state, call.id).await?;
+            Box::pin(product.settlement_refused(state, call.id)).await?;
             // Repeats that waited on this settlement get the same answer.
             state.completions.notify(call.id).await;
             return Err(terms.unpaid(&wait::unpaid_code(refusal_error(&outcome))));
@@ -273,7 +291,7 @@ async fn settle_and_wait(
             transaction: tx, ..
         } if moved => {
             transaction = Some(tx.clone());
-            pushed = fulfil::after_settled(state, product, &call, started).await?;
+            pushed = Box::pin(fulfil::after_settled(state, product, &call, started)).await?;
         }
         SettleOutcome::Settled { .. } => {}
         SettleOutcome::Unknown { reason, .. } => {

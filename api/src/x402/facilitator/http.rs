@@ -126,6 +126,9 @@ impl HttpFacilitator {
             .connect_timeout(timeout)
             // A redirected POST turns into a GET; a moved facilitator is a configuration error.
             .redirect(reqwest::redirect::Policy::none())
+            // A settle is short: after a burst of thousands at once, keep a few connections for
+            // the next, not one idle connection (and its buffers) per call (issue 31).
+            .pool_max_idle_per_host(IDLE_CONNECTIONS)
             .build()
             .map_err(|e| FacilitatorError::Transport(e.without_url().to_string()))?;
         Ok(Self {
@@ -136,6 +139,9 @@ impl HttpFacilitator {
         })
     }
 }
+
+/// Idle connections kept to the facilitator between bursts.
+const IDLE_CONNECTIONS: usize = 64;
 
 fn settle_url(base_url: &str) -> String {
     format!("{}/settle", base_url.trim_end_matches('/'))
