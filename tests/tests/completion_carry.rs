@@ -24,7 +24,21 @@ async fn pair() -> (Completions, Completions) {
     let worker = Completions::redis(queue::redis_connection(&client).await.expect("redis"), &ns);
     let api = Completions::redis(queue::redis_connection(&client).await.expect("redis"), &ns);
     api.subscribe_redis(client.clone());
-    (worker, api)
+    // Wait until the subscription is live (a probe's completion reaches its waiter): a new
+    // subscription wakes every waiter once to look, without a result, and that wake-up must
+    // not be taken for the completion under test.
+    let probe = Uuid::now_v7();
+    let probe_waiter = api.waiter(probe);
+    for _ in 0..100 {
+        worker.notify(probe).await;
+        if tokio::time::timeout(Duration::from_millis(100), probe_waiter.notified())
+            .await
+            .is_ok()
+        {
+            return (worker, api);
+        }
+    }
+    panic!("the completion subscription never came up");
 }
 
 fn model(call_id: Uuid, body: Value) -> result::Model {
