@@ -55,6 +55,11 @@ impl Usage {
         usage
     }
 
+    /// This process's, PostgreSQL's and Redis's together.
+    pub fn total(self) -> u64 {
+        self.ours + self.postgres + self.redis
+    }
+
     /// What was spent since `before`.
     pub fn since(self, before: Usage) -> Usage {
         Usage {
