@@ -5,8 +5,13 @@
 //! `cargo run --release -p grove-bench --bin paid -- [seconds] [calls] [only]`
 //! Runs the embedded default (SQLite, in-process queue) and PostgreSQL + Redis (one worker, then
 //! three); `only` (`embedded`, `postgres`, `postgres3`) runs one of them alone, for profiling.
+//! CPU per call counts this process (load generator, fakes and service alike) and, on
+//! PostgreSQL + Redis, that run's own database's backends, the PostgreSQL server's own processes and
+//! Redis (`cpu::count_only`); it prints the ratio of PostgreSQL + Redis to embedded (issue 31:
+//! at most 2×) and what a call asks of each server (`profile`).
 
 use grove_bench::{
+    cpu::{Servers, count_only},
     load::{self, Report, Request},
     paid::{self, PATH},
     profile::{self, Probe},
@@ -42,6 +47,13 @@ async fn rig(postgres_and_redis: bool, workers: usize) -> Rig {
         "sqlite"
     })
     .await;
+    // This run's servers only: the machine's PostgreSQL and Redis serve other work too.
+    count_only(if postgres_and_redis {
+        let name = db.url.rsplit('/').next().unwrap_or_default();
+        Servers::Database(name.to_owned())
+    } else {
+        Servers::None
+    });
     // Before the service connects, so that a statement log (`profile`) covers its connections.
     let probe = Probe::new(&db.url, postgres_and_redis.then_some(REDIS_URL)).await;
     let llm = FakeLlm::start().await;
@@ -52,7 +64,10 @@ async fn rig(postgres_and_redis: bool, workers: usize) -> Rig {
     env.insert("X402_FACILITATOR_URL".into(), facilitator.url().to_owned());
     env.insert("RUST_LOG".into(), "warn".into());
     // Experiments: `GROVE_BENCH_ENV="DATABASE_POOL_SIZE=4 …"` adds to the service's settings.
-    for pair in std::env::var("GROVE_BENCH_ENV").unwrap_or_default().split_whitespace() {
+    for pair in std::env::var("GROVE_BENCH_ENV")
+        .unwrap_or_default()
+        .split_whitespace()
+    {
         if let Some((k, v)) = pair.split_once('=') {
             env.insert(k.into(), v.into());
         }
