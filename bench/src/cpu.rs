@@ -17,8 +17,53 @@ pub fn cpu_us(pid: u32, children: bool) -> u64 {
     ticks * 1_000_000 / 100 // USER_HZ is 100 on Linux.
 }
 
-/// CPU time so far, in microseconds, of this process and of every PostgreSQL and Redis server
-/// process on the machine (the benchmarks' servers are the machine's).
+/// Which PostgreSQL and Redis processes a reading counts. The servers are shared with whatever
+/// else runs on the machine (other test databases above all), so a benchmark that knows its
+/// own database counts only that database's backends (`count_only`).
+#[derive(Clone, Debug, Default)]
+pub enum Servers {
+    /// Every PostgreSQL and Redis process on the machine.
+    #[default]
+    All,
+    /// The backends of this PostgreSQL database, the server's own processes (WAL writer,
+    /// checkpointer and the like, which do its commits' work too) without the ended backends
+    /// of other databases, and Redis.
+    Database(String),
+    /// Neither server (a run that uses neither: their CPU is someone else's).
+    None,
+}
+
+static COUNTED: std::sync::Mutex<Servers> = std::sync::Mutex::new(Servers::All);
+
+/// What later readings (`Usage::now`) count of the servers.
+pub fn count_only(servers: Servers) {
+    *COUNTED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = servers;
+}
+
+/// Whether PostgreSQL process `pid` is counted, and with its ended children.
+fn postgres_counted(pid: u32, database: &str) -> Option<bool> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    // The postmaster (`…/postgres -D …`): its children's time is every ended backend's.
+    let Some(title) = cmdline.strip_prefix("postgres: ") else {
+        return Some(false);
+    };
+    // A backend's title: `15/main: <user> <database> <host>(<port>) <state>`.
+    let words: Vec<&str> = title.split_whitespace().collect();
+    let backend = words
+        .get(3)
+        .is_some_and(|w| w.ends_with(')') || *w == "[local]");
+    match backend {
+        true if words.get(2) == Some(&database) => Some(true),
+        true => None,
+        false => Some(true),
+    }
+}
+
+/// CPU time so far, in microseconds, of this process and of the PostgreSQL and Redis server
+/// processes on the machine that `count_only` names (all of them unless told).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Usage {
     pub ours: u64,
@@ -28,10 +73,17 @@ pub struct Usage {
 
 impl Usage {
     pub fn now() -> Self {
+        let servers = COUNTED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
         let mut usage = Usage {
             ours: cpu_us(std::process::id(), false),
             ..Default::default()
         };
+        if matches!(servers, Servers::None) {
+            return usage;
+        }
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return usage;
         };
@@ -47,12 +99,24 @@ impl Usage {
             // A backend that ends during the run moves its time from its own line to its
             // parent's children: counting both keeps the sum whole.
             match comm.trim() {
-                "postgres" => usage.postgres += cpu_us(pid, true),
+                "postgres" => match &servers {
+                    Servers::Database(db) => {
+                        if let Some(children) = postgres_counted(pid, db) {
+                            usage.postgres += cpu_us(pid, children);
+                        }
+                    }
+                    _ => usage.postgres += cpu_us(pid, true),
+                },
                 "redis-server" => usage.redis += cpu_us(pid, true),
                 _ => {}
             }
         }
         usage
+    }
+
+    /// This process's, PostgreSQL's and Redis's together.
+    pub fn total(self) -> u64 {
+        self.ours + self.postgres + self.redis
     }
 
     /// What was spent since `before`.

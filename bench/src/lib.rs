@@ -6,6 +6,7 @@ pub mod cpu;
 pub mod eval;
 pub mod load;
 pub mod paid;
+pub mod profile;
 
 /// The allocator the shipped `api` and `worker` binaries run on, so that the service measured
 /// in-process here costs what it costs there (glibc malloc was about 9 % of `--bin paid`'s

@@ -5,10 +5,16 @@
 //! `cargo run --release -p grove-bench --bin paid -- [seconds] [calls] [only]`
 //! Runs the embedded default (SQLite, in-process queue) and PostgreSQL + Redis (one worker, then
 //! three); `only` (`embedded`, `postgres`, `postgres3`) runs one of them alone, for profiling.
+//! CPU per call counts this process (load generator, fakes and service alike) and, on
+//! PostgreSQL + Redis, that run's own database's backends, the PostgreSQL server's own processes and
+//! Redis (`cpu::count_only`); it prints the ratio of PostgreSQL + Redis to embedded (issue 31:
+//! at most 2×) and what a call asks of each server (`profile`).
 
 use grove_bench::{
+    cpu::{Servers, count_only},
     load::{self, Report, Request},
     paid::{self, PATH},
+    profile::{self, Probe},
 };
 use grove_common::config::Config;
 use grove_tests::{
@@ -29,6 +35,7 @@ struct Rig {
     _llm: FakeLlm,
     _facilitator: FakeFacilitator,
     _stop: watch::Sender<bool>,
+    probe: Option<Probe>,
 }
 
 /// The embedded default, or PostgreSQL + Redis with `workers` worker processes' worth of
@@ -40,6 +47,15 @@ async fn rig(postgres_and_redis: bool, workers: usize) -> Rig {
         "sqlite"
     })
     .await;
+    // This run's servers only: the machine's PostgreSQL and Redis serve other work too.
+    count_only(if postgres_and_redis {
+        let name = db.url.rsplit('/').next().unwrap_or_default();
+        Servers::Database(name.to_owned())
+    } else {
+        Servers::None
+    });
+    // Before the service connects, so that a statement log (`profile`) covers its connections.
+    let probe = Probe::new(&db.url, postgres_and_redis.then_some(REDIS_URL)).await;
     let llm = FakeLlm::start().await;
     let facilitator = FakeFacilitator::start().await;
     let mut env = default_env();
@@ -47,6 +63,15 @@ async fn rig(postgres_and_redis: bool, workers: usize) -> Rig {
     env.insert("LLM_BASE_URL".into(), llm.openai_base());
     env.insert("X402_FACILITATOR_URL".into(), facilitator.url().to_owned());
     env.insert("RUST_LOG".into(), "warn".into());
+    // Experiments: `GROVE_BENCH_ENV="DATABASE_POOL_SIZE=4 …"` adds to the service's settings.
+    for pair in std::env::var("GROVE_BENCH_ENV")
+        .unwrap_or_default()
+        .split_whitespace()
+    {
+        if let Some((k, v)) = pair.split_once('=') {
+            env.insert(k.into(), v.into());
+        }
+    }
     let (stop, stopped) = watch::channel(false);
     if postgres_and_redis {
         env.insert("REDIS_URL".into(), REDIS_URL.into());
@@ -71,8 +96,12 @@ async fn rig(postgres_and_redis: bool, workers: usize) -> Rig {
         _llm: llm,
         _facilitator: facilitator,
         _stop: stop,
+        probe,
     }
 }
+
+/// A run's label and calls, and the counters of PostgreSQL and Redis before and after it.
+type Profiled = (String, usize, profile::Counters, profile::Counters);
 
 async fn scenario(
     label: &str,
@@ -80,6 +109,7 @@ async fn scenario(
     workers: usize,
     secs: u64,
     calls: usize,
+    profiles: &mut Vec<Profiled>,
 ) -> Vec<Report> {
     let r = rig(postgres_and_redis, workers).await;
     let challenge = paid::challenge(&r.base).await;
@@ -103,6 +133,10 @@ async fn scenario(
     // 64 concurrent distinct paid calls.
     let (b, p) = (r.base.clone(), Arc::clone(&prepared));
     let offset = 200;
+    let before = match &r.probe {
+        Some(p) => Some(p.read().await),
+        None => None,
+    };
     out.push(
         load::run_bounded(
             &format!("{label}: paid, {CONNECTIONS} connections"),
@@ -114,6 +148,17 @@ async fn scenario(
         )
         .await,
     );
+    if let (Some(probe), Some(before)) = (&r.probe, before) {
+        Probe::settle().await;
+        let after = probe.read().await;
+        let calls = out.last().map_or(0, |r| r.requests);
+        profiles.push((
+            format!("{label}: paid, {CONNECTIONS} connections"),
+            calls,
+            before,
+            after,
+        ));
+    }
     // Replays of completed calls: same payment, same body.
     let (b, p) = (r.base.clone(), Arc::clone(&prepared));
     out.push(
@@ -181,17 +226,53 @@ async fn main() {
     let only = std::env::args().nth(3);
     let runs = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let mut reports = vec![sandbox, sandbox_1];
+    let mut profiles = Vec::new();
     if runs("embedded") {
-        reports.extend(scenario("embedded (SQLite)", false, 0, secs, calls).await);
+        reports.extend(scenario("embedded (SQLite)", false, 0, secs, calls, &mut profiles).await);
     }
     if runs("postgres") {
-        reports.extend(scenario("PostgreSQL + Redis", true, 1, secs, calls).await);
+        reports.extend(scenario("PostgreSQL + Redis", true, 1, secs, calls, &mut profiles).await);
     }
     if runs("postgres3") {
-        reports.extend(scenario("PostgreSQL + Redis, 3 workers", true, 3, secs, calls).await);
+        reports.extend(
+            scenario(
+                "PostgreSQL + Redis, 3 workers",
+                true,
+                3,
+                secs,
+                calls,
+                &mut profiles,
+            )
+            .await,
+        );
     }
     load::print(&reports, &reports[0]);
     load::print_cpu(&reports);
+    // The distributed path's cost as a ratio to the embedded one in the same run (issue 31:
+    // at most 2×); absolute CPU differs by machine, the ratio much less.
+    let total = |label: &str| {
+        reports
+            .iter()
+            .find(|r| r.name == label)
+            .map(|r| r.cpu.total() as f64 / r.requests.max(1) as f64)
+    };
+    let embedded = total(&format!(
+        "embedded (SQLite): paid, {CONNECTIONS} connections"
+    ));
+    for label in ["PostgreSQL + Redis", "PostgreSQL + Redis, 3 workers"] {
+        if let (Some(e), Some(d)) = (
+            embedded,
+            total(&format!("{label}: paid, {CONNECTIONS} connections")),
+        ) {
+            println!(
+                "{label}: paid, {CONNECTIONS} connections: total CPU per call {d:.0} µs, {:.2}× embedded's {e:.0} µs",
+                d / e.max(1.0)
+            );
+        }
+    }
+    for (label, calls, before, after) in &profiles {
+        profile::print(label, *calls, before, after);
+    }
     let seq = |label: &str| {
         reports
             .iter()
