@@ -8,8 +8,10 @@
 //! statuses of up to `CHUNK` waited-for calls per query: 20 queries a second for 10,000 waiters.
 
 use super::Waiters;
-use crate::db::calls;
-use sea_orm::DatabaseConnection;
+use crate::{db::entities::call, ledger::CallStatus};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect,
+};
 use std::{sync::Arc, time::Duration};
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -25,7 +27,7 @@ const CHUNK: usize = 500;
 pub(super) async fn pass(waiters: &Waiters, db: &DatabaseConnection) {
     let ids: Vec<Uuid> = waiters.ids();
     for chunk in ids.chunks(CHUNK) {
-        match calls::final_among(db, chunk).await {
+        match final_among(db, chunk).await {
             Ok(done) => {
                 for id in done {
                     waiters.wake(id, None);
@@ -37,6 +39,22 @@ pub(super) async fn pass(waiters: &Waiters, db: &DatabaseConnection) {
             }
         }
     }
+}
+
+/// Which of `ids` are final (completed, failed or unpaid), in one query.
+async fn final_among(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<Vec<Uuid>, DbErr> {
+    call::Entity::find()
+        .select_only()
+        .column(call::Column::Id)
+        .filter(call::Column::Id.is_in(ids.iter().copied()))
+        .filter(call::Column::Status.is_in([
+            CallStatus::Completed,
+            CallStatus::Failed,
+            CallStatus::Unpaid,
+        ]))
+        .into_tuple()
+        .all(db)
+        .await
 }
 
 /// Runs passes every [`EVERY`] until `stopped` turns true.

@@ -3,7 +3,7 @@
 //! job that runs twice (at-least-once delivery) records one answer.
 
 use super::entities::{call, model_call, result};
-use crate::{clock, ledger::CallStatus};
+use crate::clock;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, Insert, QueryFilter,
     sea_query::OnConflict,
@@ -20,27 +20,6 @@ pub(crate) use lease::{lease_owner, lease_process, lease_until};
 
 pub async fn load(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<call::Model>, DbErr> {
     call::Entity::find_by_id(id).one(db).await
-}
-
-/// Which of `ids` are final (completed, failed or unpaid): one query for many waiting calls
-/// (the completion backstop's pass).
-pub async fn final_among(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<Vec<Uuid>, DbErr> {
-    use sea_orm::QuerySelect;
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    call::Entity::find()
-        .select_only()
-        .column(call::Column::Id)
-        .filter(call::Column::Id.is_in(ids.iter().copied()))
-        .filter(call::Column::Status.is_in([
-            CallStatus::Completed,
-            CallStatus::Failed,
-            CallStatus::Unpaid,
-        ]))
-        .into_tuple()
-        .all(db)
-        .await
 }
 
 pub async fn load_result(
