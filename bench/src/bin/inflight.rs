@@ -233,7 +233,13 @@ async fn overload(grove: &Grove, http: &reqwest::Client, rate: f64, secs: u64) -
         );
         tasks.push(tokio::spawn(async move {
             let mut b = grove_tests::llm::caller_body("diagnose_growth");
-            b["messages"][0]["content"] = format!("overload caller {i}").into();
+            // The sample's own words (the model's scripted answer is judged against them), made
+            // unique per caller.
+            let text = b["messages"][0]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            b["messages"][0]["content"] = format!("{text} (overload caller {i})").into();
             let body = b.to_string();
             let post = |payment: Option<String>| {
                 let mut r = http
@@ -261,9 +267,18 @@ async fn overload(grove: &Grove, http: &reqwest::Client, rate: f64, secs: u64) -
                         .unwrap_or_default()
                         .to_owned();
                     let payment = wallet.pay(&quote, PayOptions::default());
-                    match post(Some(payment)).await.map(|r| r.status().as_u16()) {
-                        Ok(200) => counts[2].fetch_add(1, Relaxed),
-                        _ => counts[3].fetch_add(1, Relaxed),
+                    match post(Some(payment)).await {
+                        Ok(r) if r.status() == 200 => counts[2].fetch_add(1, Relaxed),
+                        answer => {
+                            if let Ok(r) = answer {
+                                let status = r.status();
+                                let body = r.text().await.unwrap_or_default();
+                                eprintln!("paid, not delivered: {status} {:.120}", body);
+                            } else if let Err(e) = answer {
+                                eprintln!("paid, not delivered: {e}");
+                            }
+                            counts[3].fetch_add(1, Relaxed)
+                        }
                     };
                 }
                 _ => {
