@@ -83,6 +83,37 @@ pub fn namespace() -> String {
     format!("gt{}", rand::random::<u64>())
 }
 
+/// A publishing side (a worker's) and a subscribed side (an API process's) on one new namespace,
+/// returned once the subscription is live (a probe's completion reaches its waiter): a new
+/// subscription wakes every waiter once to look, and that wake-up must not be taken for a
+/// completion under test.
+pub async fn live_completions(
+    client: &redis::Client,
+) -> (
+    grove_common::completion::Completions,
+    grove_common::completion::Completions,
+    String,
+) {
+    use grove_common::{completion::Completions, queue};
+    let ns = namespace();
+    let worker = Completions::redis(queue::redis_connection(client).await.expect("redis"), &ns);
+    let api = Completions::redis(queue::redis_connection(client).await.expect("redis"), &ns);
+    api.subscribe_redis(client.clone());
+    let probe = uuid::Uuid::now_v7();
+    let probe_waiter = api.waiter(probe);
+    for _ in 0..100 {
+        worker.notify(probe).await;
+        let woken = tokio::time::timeout(
+            std::time::Duration::from_millis(100),
+            probe_waiter.notified(),
+        );
+        if woken.await.is_ok() {
+            return (worker, api, ns);
+        }
+    }
+    panic!("the completion subscription never came up");
+}
+
 pub async fn spawn_paid(opts: Options) -> PaidApp {
     let db = TestDb::new().await;
     let llm = FakeLlm::start().await;

@@ -3,11 +3,11 @@
 //! 10,000 calls waiting on a 10 s model. Now one backstop pass a second reads every waited-for
 //! call in batches, and a subscription that comes back after a break wakes every waiter to look.
 
-use grove_common::{completion::Completions, ledger::CallStatus, queue};
+use grove_common::{completion::Completions, ledger::CallStatus};
 use grove_tests::{
     TestDb,
     db::insert_call,
-    paid::{REDIS_URL, namespace},
+    paid::{REDIS_URL, live_completions},
 };
 use std::time::Duration;
 use tokio::sync::watch;
@@ -53,25 +53,7 @@ async fn the_backstop_wakes_the_waiters_of_final_calls_only() {
 #[tokio::test]
 async fn a_subscription_back_after_a_break_wakes_every_waiter_to_look() {
     let client = redis::Client::open(REDIS_URL).expect("redis url");
-    let ns = namespace();
-    let worker = Completions::redis(queue::redis_connection(&client).await.expect("redis"), &ns);
-    let api = Completions::redis(queue::redis_connection(&client).await.expect("redis"), &ns);
-    api.subscribe_redis(client.clone());
-    // Wait until the subscription is live: a probe call's completion reaches its waiter.
-    let probe = Uuid::now_v7();
-    let probe_waiter = api.waiter(probe);
-    let mut live = false;
-    for _ in 0..100 {
-        worker.notify(probe).await;
-        if tokio::time::timeout(Duration::from_millis(100), probe_waiter.notified())
-            .await
-            .is_ok()
-        {
-            live = true;
-            break;
-        }
-    }
-    assert!(live, "the subscription never came up");
+    let (_worker, api, _) = live_completions(&client).await;
     let waiter = api.waiter(Uuid::now_v7());
     assert!(
         tokio::time::timeout(Duration::from_millis(300), waiter.notified())

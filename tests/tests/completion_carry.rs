@@ -6,11 +6,10 @@ use grove_common::ledger::{self, CallStatus};
 use grove_common::{
     completion::{CARRIED_LIMIT, Completions},
     db::{calls, entities::result},
-    queue,
 };
 use grove_tests::{
     TestDb,
-    paid::{REDIS_URL, namespace},
+    paid::{REDIS_URL, live_completions},
 };
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, Statement};
 use serde_json::{Value, json};
@@ -20,25 +19,8 @@ use uuid::Uuid;
 /// A publishing side (a worker's) and a subscribed side (an API process's) on one namespace.
 async fn pair() -> (Completions, Completions) {
     let client = redis::Client::open(REDIS_URL).expect("redis url");
-    let ns = namespace();
-    let worker = Completions::redis(queue::redis_connection(&client).await.expect("redis"), &ns);
-    let api = Completions::redis(queue::redis_connection(&client).await.expect("redis"), &ns);
-    api.subscribe_redis(client.clone());
-    // Wait until the subscription is live (a probe's completion reaches its waiter): a new
-    // subscription wakes every waiter once to look, without a result, and that wake-up must
-    // not be taken for the completion under test.
-    let probe = Uuid::now_v7();
-    let probe_waiter = api.waiter(probe);
-    for _ in 0..100 {
-        worker.notify(probe).await;
-        if tokio::time::timeout(Duration::from_millis(100), probe_waiter.notified())
-            .await
-            .is_ok()
-        {
-            return (worker, api);
-        }
-    }
-    panic!("the completion subscription never came up");
+    let (worker, api, _) = live_completions(&client).await;
+    (worker, api)
 }
 
 fn model(call_id: Uuid, body: Value) -> result::Model {
