@@ -5,7 +5,7 @@
 use crate::x402::{
     cdp::CdpSigner,
     chain::{ChainReader, rpc_fix},
-    facilitator::HttpFacilitator,
+    facilitator::{FacilitatorTransport, HttpFacilitator},
 };
 use alloy_primitives::{Address, U256};
 use alloy_signer_local::PrivateKeySigner;
@@ -59,13 +59,15 @@ async fn settlement(config: &Config) -> Vec<Check> {
         )];
     };
     let built = match &config.cdp {
-        Some(cdp) => {
-            HttpFacilitator::with_cdp(url, CdpSigner::new(cdp.clone()), config.facilitator_timeout)
-        }
+        Some(cdp) => HttpFacilitator::with_cdp(
+            url,
+            CdpSigner::new(cdp.clone()),
+            FacilitatorTransport::of(config),
+        ),
         None => HttpFacilitator::new(
             url,
             config.facilitator_auth.clone(),
-            config.facilitator_timeout,
+            FacilitatorTransport::of(config),
         ),
     };
     let facilitator = match built {

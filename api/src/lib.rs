@@ -29,8 +29,8 @@ pub use x402::chain::{
     LocalNonces, MULTICALL3, NonceStore, SelfSettler, SettlerOptions,
 };
 pub use x402::facilitator::{
-    Facilitator, FacilitatorError, HttpFacilitator, LocalFacilitator, SettleRequest,
-    SettleResponse, requirements_for,
+    Facilitator, FacilitatorError, FacilitatorTransport, HttpFacilitator, LocalFacilitator,
+    SettleRequest, SettleResponse, requirements_for,
 };
 pub use x402::payload::PaymentPayload;
 pub use x402::payment::{Expected, VerifiedPayment, verify, verify_payload};

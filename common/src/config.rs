@@ -11,6 +11,8 @@ mod limits;
 pub use limits::{ClientIp, Rate, RateLimits};
 mod health;
 pub use health::HealthPolicy;
+mod http2;
+pub use http2::Http2;
 mod llm;
 mod network;
 pub use llm::{DEFAULT_TEMPERATURE, LlmConfig, LlmProviderKind, MaxTokensField, StructuredOutput};
@@ -113,6 +115,8 @@ pub struct Config {
     /// `None`: payments are verified locally and recorded unsettled (development only).
     pub facilitator_url: Option<String>,
     pub facilitator_auth: Option<Secret>,
+    /// `X402_FACILITATOR_HTTP2`: HTTP/1.1 or h2c to a plain `http://` facilitator.
+    pub facilitator_http2: Http2,
     /// `X402_SETTLEMENT`, `BASE_RPC_URL`, `SETTLER_PRIVATE_KEY`, `X402_SETTLE_TIMEOUT_S`.
     pub settlement: SettlementConfig,
     /// `CDP_API_KEY_ID` + `CDP_API_KEY_SECRET`: a fresh signed token on every facilitator request.
@@ -216,6 +220,7 @@ impl Config {
         let cdp = cdp::read(&var)?;
         let facilitator_url =
             facilitator_url.or_else(|| cdp.as_ref().map(|_| CDP_FACILITATOR_URL.to_owned()));
+        let facilitator_http2 = http2::read(&var, "X402_FACILITATOR_HTTP2")?;
         let settlement = settlement::read(&var)?;
         let llm = llm::read(&var)?;
         let sms_provider = match var("SMS_PROVIDER").as_deref() {
@@ -316,6 +321,7 @@ impl Config {
             settlement,
             cdp,
             facilitator_timeout: Duration::from_secs(facilitator_timeout_s),
+            facilitator_http2,
             llm,
             sms_provider,
             twilio,

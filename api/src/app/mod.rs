@@ -14,7 +14,7 @@ use crate::{
     state::{AppState, Inner},
     x402::{
         chain::{ChainReader, ChainWallets, Finality, SelfSettler, SettlerOptions},
-        facilitator::{Facilitator, HttpFacilitator, LocalFacilitator},
+        facilitator::{Facilitator, FacilitatorTransport, HttpFacilitator, LocalFacilitator},
         settle::{AuthorizationReader, Settler, ViaFacilitator},
     },
 };
@@ -104,12 +104,12 @@ impl Application {
                 Some(cdp) => HttpFacilitator::with_cdp(
                     url,
                     crate::x402::cdp::CdpSigner::new(cdp.clone()),
-                    config.facilitator_timeout,
+                    FacilitatorTransport::of(&config),
                 )?,
                 None => HttpFacilitator::new(
                     url,
                     config.facilitator_auth.clone(),
-                    config.facilitator_timeout,
+                    FacilitatorTransport::of(&config),
                 )?,
             }),
             None => Arc::new(LocalFacilitator {

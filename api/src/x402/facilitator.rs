@@ -9,7 +9,7 @@
 mod http;
 mod probe;
 
-pub use http::HttpFacilitator;
+pub use http::{FacilitatorTransport, HttpFacilitator};
 
 use async_trait::async_trait;
 use grove_common::config::Network;

@@ -1,7 +1,8 @@
-//! The model provider: `LLM_PROVIDER`, `LLM_BASE_URL`, `LLM_API_KEY`, `LLM_MODEL`, and how a
-//! request is shaped: `LLM_TEMPERATURE`, `LLM_STRUCTURED` and `LLM_MAX_TOKENS_FIELD`.
+//! The model provider: `LLM_PROVIDER`, `LLM_BASE_URL`, `LLM_API_KEY`, `LLM_MODEL`, how a
+//! request is shaped: `LLM_TEMPERATURE`, `LLM_STRUCTURED` and `LLM_MAX_TOKENS_FIELD`, and how it
+//! travels: `LLM_MAX_CONCURRENCY`, `LLM_TOKENS_PER_MIN` and `LLM_HTTP2`.
 
-use super::{ConfigError, Secret, invalid};
+use super::{ConfigError, Http2, Secret, http2, invalid};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LlmProviderKind {
@@ -56,6 +57,8 @@ pub struct LlmConfig {
     /// `LLM_TOKENS_PER_MIN`: tokens one process sends and asks for a minute (None: no budget of
     /// our own; the provider's rate-limit headers still pause requests).
     pub tokens_per_min: Option<u64>,
+    /// `LLM_HTTP2`: over plain `http://`, HTTP/1.1 (a connection per request in flight) or h2c.
+    pub http2: Http2,
 }
 
 impl LlmConfig {
@@ -72,6 +75,7 @@ impl LlmConfig {
             max_tokens_field: MaxTokensField::Auto,
             max_concurrency: None,
             tokens_per_min: None,
+            http2: Http2::Auto,
         }
     }
 }
@@ -161,6 +165,7 @@ pub(super) fn read(
             ));
         }
     };
+    config.http2 = http2::read(var, "LLM_HTTP2")?;
     Ok(Some(config))
 }
 
@@ -289,5 +294,20 @@ mod tests {
             let err = read_pairs(&pairs).unwrap_err().to_string();
             assert!(err.starts_with(var), "{err}");
         }
+    }
+
+    #[test]
+    fn http2_is_read_from_llm_http2() {
+        let c = read_pairs(&[OPENAI, KEY, ("LLM_HTTP2", "prior-knowledge")]).unwrap();
+        assert_eq!(c.unwrap().http2, Http2::PriorKnowledge);
+        assert_eq!(
+            read_pairs(&[OPENAI, KEY]).unwrap().unwrap().http2,
+            Http2::Auto
+        );
+        let err = read_pairs(&[OPENAI, KEY, ("LLM_HTTP2", "yes")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "LLM_HTTP2: expected auto or prior-knowledge, got \"yes\""
+        );
     }
 }

@@ -6,19 +6,21 @@ use super::error::classify_failure;
 use super::limits::{Limits, NoTime};
 use crate::log_text::error_chain;
 use crate::retry::{self, Failure, RetryPolicy};
+use grove_common::config::Http2;
 use reqwest::header::HeaderMap;
 use std::{future::Future, time::Duration};
 use tokio::time::Instant;
 
-/// A client shared by every call of one provider (connection pooling matters with TLS).
-pub(super) fn client(request_timeout: Duration) -> Result<reqwest::Client, LlmError> {
-    grove_common::http_client::builder()
+/// A client shared by every call of one provider (connection pooling matters with TLS). With
+/// `LLM_HTTP2=prior-knowledge` it speaks HTTP/2 from the first byte, so over plain `http://` the
+/// calls in flight share a few connections as streams rather than holding a socket each.
+pub(super) fn client(http2: Http2, request_timeout: Duration) -> Result<reqwest::Client, LlmError> {
+    let builder = grove_common::http_client::builder()
         .user_agent(concat!("grove-worker/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(request_timeout.min(Duration::from_secs(10)))
-        .build()
-        .map_err(|e| LlmError::Config {
-            message: error_chain(&e),
-        })
+        .connect_timeout(request_timeout.min(Duration::from_secs(10)));
+    http2.apply(builder).build().map_err(|e| LlmError::Config {
+        message: error_chain(&e),
+    })
 }
 
 /// Checks the configured base URL once, so a typo fails at start-up rather than on every call.

@@ -4,7 +4,7 @@
 use super::{Facilitator, FacilitatorError, SettleRequest, SettleResponse};
 use crate::x402::cdp::CdpSigner;
 use async_trait::async_trait;
-use grove_common::config::Secret;
+use grove_common::config::{Config, Http2, Secret};
 use reqwest::{
     StatusCode,
     header::{AUTHORIZATION, HeaderValue},
@@ -22,6 +22,32 @@ pub struct HttpFacilitator {
     settle_url: String,
     pub(super) auth: Auth,
     pub(super) client: reqwest::Client,
+}
+
+/// How the client reaches the facilitator: `X402_FACILITATOR_TIMEOUT_S` and
+/// `X402_FACILITATOR_HTTP2`. A bare timeout means HTTP as negotiated.
+#[derive(Clone, Copy, Debug)]
+pub struct FacilitatorTransport {
+    pub timeout: Duration,
+    pub http2: Http2,
+}
+
+impl FacilitatorTransport {
+    pub fn of(config: &Config) -> Self {
+        Self {
+            timeout: config.facilitator_timeout,
+            http2: config.facilitator_http2,
+        }
+    }
+}
+
+impl From<Duration> for FacilitatorTransport {
+    fn from(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            http2: Http2::Auto,
+        }
+    }
 }
 
 /// Where each request's `Authorization` header comes from.
@@ -86,7 +112,7 @@ impl HttpFacilitator {
     pub fn new(
         base_url: &str,
         auth: Option<Secret>,
-        timeout: Duration,
+        transport: impl Into<FacilitatorTransport>,
     ) -> Result<Self, FacilitatorError> {
         let auth = auth
             .map(|secret| {
@@ -100,14 +126,18 @@ impl HttpFacilitator {
                 Ok(value)
             })
             .transpose()?;
-        Self::build(base_url, auth.map_or(Auth::None, Auth::Static), timeout)
+        Self::build(
+            base_url,
+            auth.map_or(Auth::None, Auth::Static),
+            transport.into(),
+        )
     }
 
     /// Signs a new CDP token for every request (`CDP_API_KEY_ID`, `CDP_API_KEY_SECRET`).
     pub fn with_cdp(
         base_url: &str,
         signer: CdpSigner,
-        timeout: Duration,
+        transport: impl Into<FacilitatorTransport>,
     ) -> Result<Self, FacilitatorError> {
         let settle_url = settle_url(base_url);
         let uri = reqwest::Url::parse(&settle_url)
@@ -117,18 +147,28 @@ impl HttpFacilitator {
                 FacilitatorError::Transport("X402_FACILITATOR_URL is not an http(s) URL".into())
             })?;
         let signer = Box::new(signer);
-        Self::build(base_url, Auth::Cdp { signer, uri }, timeout)
+        Self::build(base_url, Auth::Cdp { signer, uri }, transport.into())
     }
 
-    fn build(base_url: &str, auth: Auth, timeout: Duration) -> Result<Self, FacilitatorError> {
-        let client = grove_common::http_client::builder()
+    fn build(
+        base_url: &str,
+        auth: Auth,
+        transport: FacilitatorTransport,
+    ) -> Result<Self, FacilitatorError> {
+        let FacilitatorTransport { timeout, http2 } = transport;
+        // Over HTTP/2 (TLS's ALPN to an https:// facilitator, or h2c by prior knowledge) a burst
+        // of settles is streams of one connection; over HTTP/1.1 it is a connection per settle
+        // in flight, thousands of sockets at once (issue 31).
+        let builder = grove_common::http_client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
             // A redirected POST turns into a GET; a moved facilitator is a configuration error.
             .redirect(reqwest::redirect::Policy::none())
             // A settle is short: after a burst of thousands at once, keep a few connections for
             // the next, not one idle connection (and its buffers) per call (issue 31).
-            .pool_max_idle_per_host(IDLE_CONNECTIONS)
+            .pool_max_idle_per_host(IDLE_CONNECTIONS);
+        let client = http2
+            .apply(builder)
             .build()
             .map_err(|e| FacilitatorError::Transport(e.without_url().to_string()))?;
         Ok(Self {

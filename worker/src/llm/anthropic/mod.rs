@@ -66,7 +66,7 @@ impl AnthropicProvider {
             headers.insert(HeaderName::from_static("x-api-key"), value);
         }
         Ok(Self {
-            client: transport::client(retry.request_timeout)?,
+            client: transport::client(config.http2, retry.request_timeout)?,
             url,
             headers,
             limits: Limits::new(config.max_concurrency, config.tokens_per_min),

@@ -56,7 +56,7 @@ impl OpenAiProvider {
             "openai-compatible client ready"
         );
         Ok(Self {
-            client: transport::client(retry.request_timeout)?,
+            client: transport::client(config.http2, retry.request_timeout)?,
             url,
             headers,
             limits: Limits::new(config.max_concurrency, config.tokens_per_min),
