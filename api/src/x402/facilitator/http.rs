@@ -249,13 +249,25 @@ impl HttpFacilitator {
     }
 }
 
+/// No answer (or no whole one): logged here, with its causes, as the answers are below `post`.
 fn transport(error: reqwest::Error) -> FacilitatorError {
-    if error.is_timeout() {
+    let error = if error.is_timeout() {
         FacilitatorError::Timeout
     } else {
-        // The URL may carry credentials in userinfo; the message does not need it.
-        FacilitatorError::Transport(error.without_url().to_string())
-    }
+        // The URL may carry credentials in userinfo; the message does not need it. The causes
+        // say what failed (refused, reset, an HTTP/2 connection error).
+        let error = error.without_url();
+        let mut text = error.to_string();
+        let mut source = std::error::Error::source(&error);
+        while let Some(cause) = source {
+            text.push_str(": ");
+            text.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        FacilitatorError::Transport(text)
+    };
+    tracing::warn!(%error, "settlement outcome unknown");
+    error
 }
 
 fn status_error(status: StatusCode, body: &[u8]) -> FacilitatorError {
