@@ -107,6 +107,7 @@ pub struct FakeFacilitator {
     url: String,
     inner: Arc<Inner>,
     stop: Option<oneshot::Sender<()>>,
+    accepted: Arc<AtomicUsize>,
 }
 
 impl Drop for FakeFacilitator {
@@ -127,12 +128,18 @@ impl FakeFacilitator {
             .route("/verify", post(probe::verify))
             .route("/rpc", post(rpc::serve))
             .with_state(inner.clone());
-        let (url, stop) = crate::serve_loopback(app).await;
+        let (url, stop, accepted) = crate::loopback::serve_on_port_0(app).await;
         Self {
             url,
             inner,
             stop: Some(stop),
+            accepted,
         }
+    }
+
+    /// Connections accepted since it started (HTTP/1.1 or h2c, on the same port).
+    pub fn connections(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
     }
 
     /// The base URL (`X402_FACILITATOR_URL`); the client appends `/settle`.

@@ -9,6 +9,7 @@ pub mod db;
 pub mod facilitator;
 pub mod lagging_rpc;
 pub mod llm;
+pub mod loopback;
 pub mod mcp;
 pub mod otlp;
 pub mod paid;
@@ -21,6 +22,7 @@ pub mod twilio;
 pub mod x402;
 
 pub use db::TestDb;
+pub use loopback::Switchable;
 
 use grove::Application;
 use grove_common::config::Config;
@@ -353,99 +355,9 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Serves a fake provider on a loopback port: its base URL, and the sender that stops it.
+/// Serves a fake provider on a loopback port (HTTP/1.1 and h2c): its base URL, and the sender
+/// that stops it.
 pub async fn serve_loopback(app: axum::Router) -> (String, oneshot::Sender<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind 127.0.0.1:0");
-    let addr = listener.local_addr().expect("local address");
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = stopped.await;
-            })
-            .await;
-    });
-    (format!("http://{addr}"), stop)
-}
-
-/// A loopback server that can go down the way a provider's address does (connections refused,
-/// open ones closed) and come back on the same port.
-pub struct Switchable {
-    addr: std::net::SocketAddr,
-    router: axum::Router,
-    running: tokio::sync::Mutex<Option<(oneshot::Sender<()>, tokio::task::JoinHandle<()>)>>,
-}
-
-impl Switchable {
-    /// Serves `router` on 127.0.0.1:0.
-    pub async fn serve(router: axum::Router) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1:0");
-        let addr = listener.local_addr().expect("local address");
-        let s = Self {
-            addr,
-            router,
-            running: tokio::sync::Mutex::default(),
-        };
-        *s.running.lock().await = Some(s.spawn(listener));
-        s
-    }
-
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    fn spawn(
-        &self,
-        listener: tokio::net::TcpListener,
-    ) -> (oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
-        let (stop, stopped) = oneshot::channel::<()>();
-        let router = self.router.clone();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, router)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
-        (stop, task)
-    }
-
-    /// Stops listening and closes the connections (answers in progress finish first, for up to
-    /// five seconds); connecting is refused until `up`.
-    pub async fn down(&self) {
-        if let Some((stop, task)) = self.running.lock().await.take() {
-            let _ = stop.send(());
-            let abort = task.abort_handle();
-            if tokio::time::timeout(std::time::Duration::from_secs(5), task)
-                .await
-                .is_err()
-            {
-                abort.abort();
-            }
-        }
-    }
-
-    /// Listens on the same port again (after `down`).
-    pub async fn up(&self) {
-        let mut running = self.running.lock().await;
-        if running.is_some() {
-            return;
-        }
-        let listener = tokio::net::TcpListener::bind(self.addr)
-            .await
-            .expect("the same port again");
-        *running = Some(self.spawn(listener));
-    }
-}
-
-impl Drop for Switchable {
-    fn drop(&mut self) {
-        if let Some((stop, _)) = self.running.get_mut().take() {
-            let _ = stop.send(());
-        }
-    }
+    let (url, stop, _) = loopback::serve_on_port_0(app).await;
+    (url, stop)
 }

@@ -9,18 +9,23 @@
 //! counted in `probes`, never in `received`, and they take nothing from the script. The model can
 //! go down (`go_down`: its port refuses connections) or fail every request with a 5xx
 //! (`fail_all`), probes included, and come back.
+//!
+//! It speaks HTTP/1.1 and h2c (HTTP/2 by prior knowledge) on one port, with no limit of its own
+//! on streams in flight, and counts the connections it accepted and the HTTP version of every
+//! request (`connections`, `requests_over`).
 
 use axum::{
     Json, Router,
-    extract::State,
-    http::StatusCode,
+    extract::{Request, State},
+    http::{StatusCode, Version},
+    middleware::{self, Next},
     response::{IntoResponse, Response},
     routing::post,
 };
 use grove_common::{catalog, sandbox};
 use serde_json::{Value, json};
 use std::{
-    collections::VecDeque,
+    collections::{HashMap, VecDeque},
     sync::{
         Arc, Mutex,
         atomic::{AtomicUsize, Ordering},
@@ -80,6 +85,8 @@ struct Inner {
     completed: AtomicUsize,
     bodies: Mutex<Vec<Value>>,
     released: tokio::sync::watch::Sender<bool>,
+    /// Requests by HTTP version, probes included.
+    versions: Mutex<HashMap<Version, usize>>,
 }
 
 #[derive(Clone)]
@@ -101,6 +108,10 @@ impl FakeLlm {
         let router = Router::new()
             .route("/v1/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
+            .layer(middleware::from_fn_with_state(
+                Arc::clone(&inner),
+                count_version,
+            ))
             .with_state(Arc::clone(&inner));
         let server = crate::Switchable::serve(router).await;
         Self {
@@ -171,6 +182,27 @@ impl FakeLlm {
     pub fn usage_per_call() -> (u64, u64) {
         (USAGE_IN, USAGE_OUT)
     }
+
+    /// TCP connections accepted since it started.
+    pub fn connections(&self) -> usize {
+        self.server.connections()
+    }
+
+    /// Requests that arrived over this HTTP version (health probes and retries included).
+    pub fn requests_over(&self, version: Version) -> usize {
+        self.inner
+            .versions
+            .lock()
+            .map(|v| v.get(&version).copied().unwrap_or(0))
+            .unwrap_or(0)
+    }
+}
+
+async fn count_version(State(inner): State<Arc<Inner>>, request: Request, next: Next) -> Response {
+    if let Ok(mut v) = inner.versions.lock() {
+        *v.entry(request.version()).or_default() += 1;
+    }
+    next.run(request).await
 }
 
 /// A health probe: answered apart from the script, unless the model is failing.

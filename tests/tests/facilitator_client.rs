@@ -1,14 +1,15 @@
 //! The facilitator client against a fake facilitator speaking the real `/settle` wire format
 //! (CONTRACT 3, "Facilitator"): success only on `success == true`, bodies read on 200/400/412,
-//! an explicit timeout, an auth header that is sent but never printed.
+//! an explicit timeout, an auth header that is sent but never printed, and HTTP/2 by prior
+//! knowledge when asked.
 
 use grove_common::{
-    config::Secret,
+    config::{Http2, Secret},
     x402::{PaymentRequirementsResponseV1, PaymentRequirementsV2},
 };
 use grove_http::{
-    Facilitator, FacilitatorError, HttpFacilitator, LocalFacilitator, SettleRequest,
-    requirements_for,
+    Facilitator, FacilitatorError, FacilitatorTransport, HttpFacilitator, LocalFacilitator,
+    SettleRequest, requirements_for,
 };
 use grove_tests::{
     facilitator::{FakeFacilitator, SettleScript},
@@ -75,6 +76,29 @@ async fn successful_settlement_is_parsed_and_the_request_follows_the_wire_format
     assert_eq!(sent["paymentPayload"], request().payment_payload);
     assert_eq!(sent["paymentRequirements"], request().payment_requirements);
     assert_eq!(fake.auth_headers(), [None]);
+}
+
+/// `X402_FACILITATOR_HTTP2=prior-knowledge`: a burst of settles is streams of one h2c
+/// connection, not a connection (and a file descriptor on both sides) per settle in flight.
+#[tokio::test]
+async fn by_prior_knowledge_a_burst_of_settles_shares_one_http2_connection() {
+    let fake = FakeFacilitator::start().await;
+    let transport = FacilitatorTransport {
+        timeout: TIMEOUT,
+        http2: Http2::PriorKnowledge,
+    };
+    let http = HttpFacilitator::new(fake.url(), None, transport).expect("client builds");
+
+    let request = request();
+    let settles = futures::future::join_all((0..20).map(|_| http.settle(&request))).await;
+
+    assert!(settles.iter().all(Result::is_ok), "{settles:?}");
+    assert_eq!(fake.settle_calls(), 20);
+    assert!(
+        fake.connections() <= 2,
+        "20 settles over {} connections",
+        fake.connections()
+    );
 }
 
 #[tokio::test]
