@@ -5,16 +5,22 @@
 //! - on the embedded default (`api` alone: SQLite, in-process worker) and on PostgreSQL + Redis
 //!   (`api` and one `worker`), it prints calls/s (ideal: `calls / model_s`), errors, p50/p99 of
 //!   the time beyond the model's, the peak RSS of Grove's processes, and KiB per call in flight
-//!   (peak RSS less the RSS before the first batch, over the calls). The batch runs twice: the
-//!   first opens every connection (client to api, api to model), the second finds them open;
+//!   (peak RSS less the RSS before the first batch, over the calls), and the peak count of open
+//!   file descriptors of the api, the worker and this program (each may hold at most
+//!   `ulimit -Hn`). The batch runs twice: the first opens every connection (client to api, api
+//!   to model), the second finds them open. The processes call the model with `LLM_HTTP2` =
+//!   `llm_http2` (default `prior-knowledge`: every model call of a process a stream of one h2c
+//!   connection; `auto`: HTTP/1.1, a connection per call in flight on both sides), and the
+//!   facilitator with `X402_FACILITATOR_HTTP2=prior-knowledge` (a real one is https://, HTTP/2
+//!   by ALPN);
 //! - an overload run: unpaid requests arriving at twice what the workers finish
 //!   (`2 × capacity / model_s` a second, capacity `WORKER_CONCURRENCY` = `overload_jobs`), each
 //!   paying when priced: it prints the refusals (503 before any payment), the calls settled, the
 //!   ones delivered, and the settled calls that did not deliver (which must be none).
 //!
 //! `cargo build --release -p grove-api -p grove-worker && ulimit -n 65536 &&
-//!  cargo run --release -p grove-bench --bin inflight -- [calls] [model_s] [overload_jobs] [overload_s] [only]`
-//! (`only`: `embedded` or `postgres`.)
+//!  cargo run --release -p grove-bench --bin inflight -- [calls] [model_s] [overload_jobs] [overload_s] [only] [llm_http2]`
+//! (`only`: `embedded` or `postgres`, or `all`.)
 
 use futures::future::join_all;
 use grove_bench::paid;
@@ -26,6 +32,7 @@ use grove_tests::{
     x402::{PayOptions, TestWallet},
 };
 use std::{
+    collections::BTreeMap,
     path::PathBuf,
     process::{Child, Command, Stdio},
     sync::{
@@ -44,6 +51,11 @@ fn binary(name: &str) -> PathBuf {
         bin.display()
     );
     bin
+}
+
+/// Open file descriptors of a process (sockets included).
+fn fds(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64)
 }
 
 fn rss_kib(pid: u32) -> u64 {
@@ -88,6 +100,7 @@ async fn start(
     deadline_s: u64,
     facilitator: &FakeFacilitator,
     llm: &FakeLlm,
+    llm_http2: &str,
 ) -> Grove {
     let db = TestDb::on(if distributed { "postgres" } else { "sqlite" }).await;
     let namespace = format!("inflight{}", rand::random::<u32>());
@@ -99,9 +112,15 @@ async fn start(
         ("PUBLIC_BASE_URL", "http://127.0.0.1".into()),
         ("X402_PAY_TO", PAY_TO.into()),
         ("X402_FACILITATOR_URL", facilitator.url().into()),
+        // A real facilitator is https://, where ALPN picks HTTP/2: a burst of settles is streams
+        // of one connection. Over this plain http:// fake, HTTP/1.1 would open a connection per
+        // settle in flight (6,500 at once at 10,000 calls, in the api and again in this program,
+        // on top of the 10,000 callers' sockets: near the 20,000 open files a process may hold).
+        ("X402_FACILITATOR_HTTP2", "prior-knowledge".into()),
         ("LLM_PROVIDER", "openai".into()),
         ("LLM_API_KEY", "test".into()),
         ("LLM_BASE_URL", llm.openai_base()),
+        ("LLM_HTTP2", llm_http2.into()),
         ("DATABASE_URL", db.url.clone()),
         // A bench client is one address: the per-address limit is not what is measured.
         ("RATE_LIMIT_PER_IP_PER_MIN", "0".into()),
@@ -133,12 +152,18 @@ async fn start(
 }
 
 fn client() -> reqwest::Client {
-    grove_common::http_client::builder()
+    let builder = grove_common::http_client::builder()
         .no_proxy()
         .pool_idle_timeout(Duration::from_secs(300))
-        .timeout(Duration::from_secs(600))
-        .build()
-        .expect("client")
+        .timeout(Duration::from_secs(600));
+    // Ten thousand connections at once overflow the api's listen queue (1,024, tokio's default):
+    // the kernel drops the handshake's last ACK, so the caller believes itself connected and its
+    // request goes unacknowledged until the api accepts it, which a busy api may take more than
+    // 30 s to do. reqwest's default TCP_USER_TIMEOUT (30 s) then aborts the connection
+    // ("Connection timed out"); without it the call waits, and its wait is measured.
+    #[cfg(target_os = "linux")]
+    let builder = builder.tcp_user_timeout(None);
+    builder.build().expect("client")
 }
 
 struct Batch {
@@ -148,6 +173,12 @@ struct Batch {
     beyond_p50_ms: f64,
     beyond_p99_ms: f64,
     rss_peak_kib: u64,
+    /// The calls that did not deliver, by what they got instead.
+    failures: BTreeMap<String, usize>,
+    /// The api's warnings and errors during the batch, by message and error.
+    api_warnings: BTreeMap<String, usize>,
+    /// Peak open file descriptors: api, worker (0 when embedded), this program.
+    fds_peak: [u64; 3],
 }
 
 /// `n` paid calls sent at once; the time each took beyond `model`.
@@ -162,16 +193,26 @@ async fn batch(
     let prepared = paid::bodies_and_payments(&ch, from, n);
     let peak = Arc::new(AtomicU64::new(grove.rss_kib()));
     let pids = grove.pids();
+    let fd_peaks: Arc<[AtomicU64; 3]> = Arc::default();
+    let processes = [
+        Some(grove.api.pid()),
+        grove.worker.as_ref().map(Child::id),
+        Some(std::process::id()),
+    ];
     let sampler = {
-        let peak = Arc::clone(&peak);
+        let (peak, fd_peaks) = (Arc::clone(&peak), Arc::clone(&fd_peaks));
         tokio::spawn(async move {
             loop {
                 peak.fetch_max(pids.iter().copied().map(rss_kib).sum(), Relaxed);
+                for (pid, fd_peak) in processes.iter().zip(fd_peaks.iter()) {
+                    fd_peak.fetch_max(pid.map_or(0, fds), Relaxed);
+                }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         })
     };
     let url = format!("{}{}", grove.api.url, paid::PATH);
+    let log_from = grove.api.log().len();
     let began = Instant::now();
     let calls = prepared.into_iter().map(|(body, payment)| {
         let request = http
@@ -181,14 +222,37 @@ async fn batch(
             .body(body);
         tokio::spawn(async move {
             let sent = Instant::now();
-            let ok = request.send().await.is_ok_and(|r| r.status() == 200);
-            (ok, sent.elapsed())
+            // Why a call did not deliver: its status and the start of its body, or the error.
+            let failure = match request.send().await {
+                Ok(r) if r.status() == 200 => None,
+                Ok(r) => {
+                    let status = r.status();
+                    let body = r.text().await.unwrap_or_default();
+                    Some(format!(
+                        "{status} {}",
+                        body.chars().take(100).collect::<String>()
+                    ))
+                }
+                Err(e) => Some(grove_worker::log_text::error_chain(&e)),
+            };
+            (failure, sent.elapsed())
         })
     });
+    let mut failures = BTreeMap::<String, usize>::new();
     let results: Vec<(bool, Duration)> = join_all(calls)
         .await
         .into_iter()
-        .map(|r| r.unwrap_or((false, Duration::ZERO)))
+        .map(|r| match r {
+            Ok((None, took)) => (true, took),
+            Ok((Some(why), took)) => {
+                *failures.entry(why).or_default() += 1;
+                (false, took)
+            }
+            Err(e) => {
+                *failures.entry(e.to_string()).or_default() += 1;
+                (false, Duration::ZERO)
+            }
+        })
         .collect();
     let wall = began.elapsed();
     sampler.abort();
@@ -211,7 +275,35 @@ async fn batch(
         beyond_p50_ms: at(0.5),
         beyond_p99_ms: at(0.99),
         rss_peak_kib: peak.load(Relaxed),
+        fds_peak: std::array::from_fn(|i| fd_peaks[i].load(Relaxed)),
+        failures,
+        api_warnings: warnings(&grove.api.log()[log_from..]),
     }
+}
+
+/// Warning and error lines of the api's JSON log, counted by message and error.
+fn warnings(log: &str) -> BTreeMap<String, usize> {
+    let mut counted = BTreeMap::new();
+    for line in log.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if !matches!(v["level"].as_str(), Some("WARN" | "ERROR")) {
+            continue;
+        }
+        // Events are flattened: the message and its fields at the top level.
+        let message = v["message"].as_str();
+        let error = ["error", "reason", "cause"]
+            .iter()
+            .find_map(|k| v[*k].as_str());
+        let what = format!(
+            "{}: {}",
+            message.unwrap_or("?"),
+            error.unwrap_or("").chars().take(400).collect::<String>()
+        );
+        *counted.entry(what).or_default() += 1;
+    }
+    counted
 }
 
 /// Open-loop arrivals at `rate` a second for `secs`: each asks unpaid, pays when priced.
@@ -298,17 +390,18 @@ async fn main() {
     let model_s: u64 = arg(2).and_then(|s| s.parse().ok()).unwrap_or(10);
     let overload_jobs: usize = arg(3).and_then(|s| s.parse().ok()).unwrap_or(1_000);
     let overload_s: u64 = arg(4).and_then(|s| s.parse().ok()).unwrap_or(40);
-    let only = arg(5);
+    let only = arg(5).filter(|o| o != "all");
+    let llm_http2 = arg(6).unwrap_or_else(|| "prior-knowledge".into());
     let model = Duration::from_secs(model_s);
     let facilitator = FakeFacilitator::start().await;
     let llm = FakeLlm::start().await;
     let http = client();
     println!(
-        "grove-bench inflight: {calls} paid calls at once, model answering in {model_s} s (ideal {:.0} calls/s); release binaries as their own processes",
+        "grove-bench inflight: {calls} paid calls at once, model answering in {model_s} s (ideal {:.0} calls/s); release binaries as their own processes, LLM_HTTP2={llm_http2}",
         calls as f64 / model_s as f64
     );
     println!(
-        "{:<28} {:>6} {:>6} {:>8} {:>13} {:>13} {:>13} {:>13}",
+        "{:<28} {:>6} {:>6} {:>8} {:>13} {:>13} {:>13} {:>13} {:>24}",
         "run",
         "calls",
         "errors",
@@ -316,14 +409,16 @@ async fn main() {
         "p50 beyond ms",
         "p99 beyond ms",
         "peak RSS MiB",
-        "KiB/in flight"
+        "KiB/in flight",
+        "peak fds api/worker/bench"
     );
     let mut from = 0;
     for (name, distributed) in [("embedded", false), ("postgres", true)] {
         if only.as_deref().is_some_and(|o| o != name) {
             continue;
         }
-        let grove = start(distributed, calls + 100, 60, &facilitator, &llm).await;
+        let connections_before = (llm.connections(), facilitator.connections());
+        let grove = start(distributed, calls + 100, 60, &facilitator, &llm, &llm_http2).await;
         // A few calls first, so the baseline has its pools and caches.
         llm.script(std::iter::repeat_n(Reply::Valid, 20));
         let warm = batch(&grove, &http, 20, from, Duration::ZERO).await;
@@ -334,8 +429,9 @@ async fn main() {
             llm.script(std::iter::repeat_n(Reply::Slow(model), calls));
             let b = batch(&grove, &http, calls, from, model).await;
             from += calls;
+            let [api_fds, worker_fds, bench_fds] = b.fds_peak;
             println!(
-                "{:<28} {:>6} {:>6} {:>8.0} {:>13.1} {:>13.1} {:>13.1} {:>13.1}",
+                "{:<28} {:>6} {:>6} {:>8.0} {:>13.1} {:>13.1} {:>13.1} {:>13.1} {:>24}",
                 format!("{name}, {round} batch"),
                 b.calls,
                 b.errors,
@@ -344,15 +440,30 @@ async fn main() {
                 b.beyond_p99_ms,
                 b.rss_peak_kib as f64 / 1024.0,
                 b.rss_peak_kib.saturating_sub(baseline) as f64 / calls as f64,
+                format!("{api_fds}/{worker_fds}/{bench_fds}"),
             );
+            for (why, n) in &b.failures {
+                println!("    {n} × {why}");
+            }
+            for (what, n) in &b.api_warnings {
+                println!("    api logged {n} × {what}");
+            }
         }
+        // The whole log, for a run that went wrong.
+        let log_path = std::env::temp_dir().join(format!("inflight-{name}-api.log"));
+        let _ = std::fs::write(&log_path, grove.api.log());
         println!(
-            "  ({name}: RSS before the first batch {:.1} MiB)",
-            baseline as f64 / 1024.0
+            "  ({name}: RSS before the first batch {:.1} MiB; connections to the model {}, to the facilitator {}; api log in {})",
+            baseline as f64 / 1024.0,
+            llm.connections() - connections_before.0,
+            facilitator.connections() - connections_before.1,
+            log_path.display()
         );
     }
     println!(
-        "KiB/in flight: (peak RSS - RSS before the first batch) / calls, api and worker together."
+        "KiB/in flight: (peak RSS - RSS before the first batch) / calls, api and worker together.\n\
+         peak fds: open file descriptors (/proc/<pid>/fd), each process limited to {} (`ulimit -Hn`).",
+        hard_fd_limit()
     );
 
     // Overload: arrivals at twice what `overload_jobs` slots finish with this model.
@@ -369,7 +480,15 @@ async fn main() {
         if only.as_deref().is_some_and(|o| o != name) {
             continue;
         }
-        let grove = start(distributed, overload_jobs, 30, &facilitator, &llm).await;
+        let grove = start(
+            distributed,
+            overload_jobs,
+            30,
+            &facilitator,
+            &llm,
+            &llm_http2,
+        )
+        .await;
         let settled_before = facilitator.transfers();
         llm.script(std::iter::repeat_n(
             Reply::Slow(model),
@@ -393,4 +512,14 @@ async fn main() {
             llm.completed()
         );
     }
+}
+
+/// This process's hard limit on open files (`Max open files` in /proc/self/limits).
+fn hard_fd_limit() -> String {
+    std::fs::read_to_string("/proc/self/limits")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
+        .unwrap_or_else(|| "?".into())
 }
