@@ -56,7 +56,15 @@ pub(super) fn entry(
 ) -> Option<ModelCallRecord> {
     let seq = i32::try_from(seq).unwrap_or(i32::MAX);
     let (outcome, usage, attempts) = match result {
-        Ok(r) => (json!({"ok": r.json}), r.usage, r.attempts),
+        // A clone, not `json!`: the macro would rebuild the answer through the serializer.
+        Ok(r) => (
+            Value::Object(serde_json::Map::from_iter([(
+                "ok".to_owned(),
+                r.json.clone(),
+            )])),
+            r.usage,
+            r.attempts,
+        ),
         Err(e) => {
             let outcome = match e {
                 LlmError::InvalidOutput { message, text, .. } => {

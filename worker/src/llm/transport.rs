@@ -52,7 +52,7 @@ pub(super) async fn post_json(
     timeout: Duration,
 ) -> Result<String, Failure<LlmError>> {
     let began = Instant::now();
-    let body = serde_json::to_vec(body).map_err(|e| {
+    let body = serde_json::to_string(body).map_err(|e| {
         Failure::Final(LlmError::BadRequest {
             status: 0,
             message: format!("the request could not be written: {e}"),
@@ -78,7 +78,7 @@ pub(super) async fn post_json(
         .post(to.url)
         .headers(to.headers.clone())
         .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(body)
+        .body(sent_once(body))
         .timeout(timeout.saturating_sub(began.elapsed()))
         .send()
         .await
@@ -93,6 +93,15 @@ pub(super) async fn post_json(
     } else {
         Err(classify_failure(status, &headers, &body))
     }
+}
+
+/// The request body as one that reqwest keeps no copy of. A plain body is held (shared, not
+/// copied) by reqwest's redirect and retry layers until the answer arrives, so the prompt with its
+/// schema, kilobytes a call, stayed in memory for the whole wait on the model; this one is freed
+/// once written. Neither layer needs it: `with_retries` builds each attempt afresh, and a model
+/// API answers a POST rather than redirecting it.
+fn sent_once(body: String) -> reqwest::Body {
+    reqwest::Body::wrap(body)
 }
 
 /// Runs `attempt` under the provider's retry policy until `deadline`. Returns the outcome and
@@ -143,5 +152,70 @@ fn transient(error: reqwest::Error) -> Failure<LlmError> {
             message: format!("{kind}: {}", error_chain(&error)),
         },
         retry_after: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// The body reqwest keeps no copy of still goes out whole, with its length (not chunked:
+    /// some API gateways refuse a chunked POST), and its answer comes back.
+    #[tokio::test]
+    async fn a_body_sent_once_goes_out_whole_with_its_length() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!(
+            "http://{}/v1/chat/completions",
+            listener.local_addr().unwrap()
+        );
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 4096];
+            // Read until the head and a body of the announced length are in.
+            loop {
+                let n = socket.read(&mut buf).await.unwrap();
+                assert!(n > 0, "the client hung up before sending the whole request");
+                seen.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&seen).into_owned();
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let length = head.lines().find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse::<usize>().unwrap())
+                    });
+                    if length.is_none_or(|len| body.len() >= len) {
+                        socket
+                            .write_all(
+                                b"HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{\"ok\":true}",
+                            )
+                            .await
+                            .unwrap();
+                        return (head.to_ascii_lowercase(), body.to_owned(), length);
+                    }
+                }
+            }
+        });
+        let client = client(Http2::Auto, Duration::from_secs(5)).unwrap();
+        let limits = Limits::new(None, None);
+        let headers = HeaderMap::new();
+        let to = Target {
+            client: &client,
+            url: &url,
+            headers: &headers,
+            limits: &limits,
+        };
+        let prompt =
+            serde_json::json!({"messages": [{"role": "user", "content": "x".repeat(20_000)}]});
+        let answer = post_json(&to, &prompt, 100, Duration::from_secs(5)).await;
+        assert_eq!(answer.ok().as_deref(), Some("{\"ok\":true}"));
+        let (head, body, length) = server.await.unwrap();
+        assert!(!head.contains("transfer-encoding"), "{head}");
+        assert_eq!(length, Some(body.len()));
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&body).unwrap(),
+            prompt
+        );
     }
 }
