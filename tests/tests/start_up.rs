@@ -244,3 +244,35 @@ async fn the_api_listens_on_port_when_bind_addr_is_unset() {
         ("WORKER_HEALTH_ADDR", format!("0.0.0.0:{nothing}"))
     ]));
 }
+
+/// Processes that open a new database at the same moment (no lock held first) all get their
+/// connection: on SQLite each switches the new file to WAL, and a switch that meets another's
+/// gets "database is locked" at once, without SQLite's busy wait.
+#[tokio::test]
+async fn processes_opening_a_new_database_at_the_same_moment_all_migrate_it() {
+    for round in 0..8 {
+        let db = TestDb::new().await;
+        // Started together, waited on after: each one's output is read to its end.
+        let migrators: Vec<std::process::Child> = (0..6)
+            .map(|_| {
+                std::process::Command::new(grove_tests::binary("migrate"))
+                    .env_clear()
+                    .env("PATH", std::env::var("PATH").unwrap_or_default())
+                    .env("DATABASE_URL", &db.url)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("migrate starts")
+            })
+            .collect();
+        for m in migrators {
+            let out = m.wait_with_output().expect("migrate runs");
+            assert!(
+                out.status.success(),
+                "round {round}: migrate failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}

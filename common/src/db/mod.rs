@@ -84,10 +84,50 @@ pub async fn connect_with(
         options.map_sqlx_sqlite_opts(move |o| {
             o.journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
                 .synchronous(synchronous)
-                .busy_timeout(Duration::from_secs(10))
+                .busy_timeout(SQLITE_BUSY_TIMEOUT)
         });
+        return open_sqlite(options).await;
     }
     Database::connect(options).await
+}
+
+/// How long a SQLite connection waits for another writer before "database is locked".
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Opens a SQLite file, trying again while another connection holds it. Switching a file to
+/// WAL needs it to itself, and SQLite answers "database is locked" at once instead of waiting
+/// in the busy handler (two switches could wait on each other forever): processes that start
+/// together on a new file (`compose up --scale worker=3`) meet exactly there. A busy open did
+/// not happen, so it is tried again, for as long as a busy statement would wait.
+async fn open_sqlite(options: ConnectOptions) -> Result<DatabaseConnection, DbErr> {
+    use backon::Retryable;
+    let waits = backon::ExponentialBuilder::new()
+        .with_min_delay(Duration::from_millis(10))
+        .with_max_delay(Duration::from_millis(500))
+        .with_total_delay(Some(SQLITE_BUSY_TIMEOUT))
+        .with_jitter()
+        .without_max_times();
+    (|| Database::connect(options.clone()))
+        .retry(waits)
+        .when(sqlite_busy)
+        .notify(|e, wait| tracing::debug!(error = %e, ?wait, "sqlite file busy while opening"))
+        .await
+}
+
+/// SQLITE_BUSY or SQLITE_LOCKED, with any extended code.
+fn sqlite_busy(e: &DbErr) -> bool {
+    let (DbErr::Conn(sea_orm::RuntimeErr::SqlxError(e))
+    | DbErr::Exec(sea_orm::RuntimeErr::SqlxError(e))
+    | DbErr::Query(sea_orm::RuntimeErr::SqlxError(e))) = e
+    else {
+        return false;
+    };
+    let sea_orm::sqlx::Error::Database(e) = &**e else {
+        return false;
+    };
+    e.code()
+        .and_then(|c| c.parse::<i32>().ok())
+        .is_some_and(|c| matches!(c & 0xff, 5 | 6))
 }
 
 /// A PostgreSQL server on this host's loopback, with `sslmode` left at `prefer` (the default:
@@ -166,5 +206,50 @@ mod tests {
             let got = mode(url);
             assert_eq!(format!("{got:?}"), format!("{want:?}"), "{url}");
         }
+    }
+}
+
+#[cfg(test)]
+mod opening_together {
+    use crate::config::SqliteSync;
+    use std::time::Duration;
+
+    /// Another process writing to a new SQLite file (in rollback-journal mode, as it is until
+    /// someone switches it, here itself switching it) while we open it: our switch to WAL needs
+    /// the file to itself, and SQLite refuses it at once ("database is locked") rather than wait
+    /// in its busy handler, where two such switches could wait on each other forever. We wait.
+    #[tokio::test]
+    async fn opening_waits_for_a_writer_of_a_new_file_instead_of_failing() {
+        let dir = std::env::temp_dir().join(format!("grove-open-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("new.db");
+        let reader = rusqlite::Connection::open(&file).expect("open");
+        reader
+            .execute_batch("CREATE TABLE t (x); BEGIN IMMEDIATE; INSERT INTO t VALUES (1);")
+            .expect("a write transaction holds the file");
+        let url = format!("sqlite://{}?mode=rwc", file.display());
+        let opening =
+            tokio::spawn(async move { super::connect_with(&url, SqliteSync::Normal, 1).await });
+        // The other process writes for a moment, then is done.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        reader.execute_batch("COMMIT").expect("commit");
+        let db = opening
+            .await
+            .expect("task")
+            .expect("connected once the writer was done");
+        use sea_orm::ConnectionTrait;
+        let mode = db
+            .query_one_raw(sea_orm::Statement::from_string(
+                db.get_database_backend(),
+                "PRAGMA journal_mode",
+            ))
+            .await
+            .expect("pragma")
+            .expect("a row")
+            .try_get_by_index::<String>(0)
+            .expect("mode");
+        assert_eq!(mode, "wal");
+        drop(db);
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
