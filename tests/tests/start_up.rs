@@ -276,3 +276,29 @@ async fn processes_opening_a_new_database_at_the_same_moment_all_migrate_it() {
         }
     }
 }
+
+/// Thousands of agents connecting at once wait in the api's accept queue instead of being
+/// dropped by the kernel: the queue is as long as the kernel allows (`net.core.somaxconn`), not
+/// the 1,024 a plain bind asks for.
+#[tokio::test]
+async fn the_api_accept_queue_is_as_long_as_the_kernel_allows() {
+    let app = grove_tests::spawn_app().await;
+    let port = app.addr.rsplit(':').next().expect("a port");
+    let out = std::process::Command::new("ss")
+        .args(["-ltnH", &format!("sport = :{port}")])
+        .output()
+        .expect("ss (iproute2) runs");
+    let listing = String::from_utf8_lossy(&out.stdout);
+    // State, Recv-Q, Send-Q (a listener's accept queue length), local, peer.
+    let queue: u32 = listing
+        .split_whitespace()
+        .nth(2)
+        .and_then(|q| q.parse().ok())
+        .unwrap_or_else(|| panic!("a listener on {port}: {listing:?}"));
+    let somaxconn: u32 = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .expect("somaxconn")
+        .trim()
+        .parse()
+        .expect("a number");
+    assert_eq!(queue, somaxconn.min(65_535));
+}

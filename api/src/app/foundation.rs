@@ -17,7 +17,10 @@ use grove_common::{
 };
 use sea_orm::DatabaseConnection;
 use std::{net::SocketAddr, sync::Arc};
-use tokio::{net::TcpListener, sync::watch};
+use tokio::{
+    net::{TcpListener, TcpSocket},
+    sync::watch,
+};
 
 /// What the api and a worker in the same process share, opened before either starts: the
 /// listener (bound first, so a taken port fails fast), the migrated database, the schemas, the
@@ -48,7 +51,7 @@ impl Foundation {
             addr: config.bind_addr,
             source,
         };
-        let listener = TcpListener::bind(config.bind_addr).await.map_err(bind)?;
+        let listener = listen(config.bind_addr).map_err(bind)?;
         let local_addr = listener.local_addr().map_err(bind)?;
         let admin = bind_admin(&config).await?;
         let schemas = Arc::new(SchemaRegistry::load()?);
@@ -98,6 +101,25 @@ impl Foundation {
     pub fn stopped(&self) -> watch::Receiver<bool> {
         self.stop.subscribe()
     }
+}
+
+/// The accept queue asked of the kernel, which grants at most `net.core.somaxconn` (4,096 on
+/// current kernels): an operator who raises that gets it without a setting of ours. Tokio's
+/// `TcpListener::bind` asks for 1,024, and 10,000 agents connecting at once overflowed it by
+/// thousands (`ListenOverflows`), each waiting out a SYN retransmit or failing to connect.
+pub const LISTEN_BACKLOG: u32 = 65_535;
+
+/// Binds `addr` (reusing a port in TIME_WAIT after a restart, as `TcpListener::bind` does) and
+/// listens with [`LISTEN_BACKLOG`].
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// The admin listener, when `ADMIN_ADDR` is not `off` and its tokens allow it to start.
