@@ -12,6 +12,14 @@
 //! and queue, whatever the jobs cost (issue 12: one PostgreSQL + Redis worker made 79-83 paid
 //! calls/s; with the exception for an idle worker only, 133, one job at a time).
 //!
+//! The same ceiling held jobs that wait on a slow model: a worker holding more than `AT_ONCE`
+//! took one per `COOLDOWN`, so with a 10 s model one worker could never hold more than about
+//! 1,000 calls, and 2,000 paid calls at once on PostgreSQL + Redis went through at 60 a second
+//! (issue 31, `--bin inflight`). A turn is only worth leaving to a worker that would take it:
+//! the coaching consumer knows the others from their load reports (`Peers`), and waits its turn
+//! only while it holds `AT_ONCE` more than the least busy of them with room to spare. Alone, or
+//! beside workers that are as busy or full, it takes what waits at the speed of its fetches.
+//!
 //! A fetch takes up to `FETCH_BATCH` (= `AT_ONCE`) jobs, what a worker may start at once anyway:
 //! under load a worker takes what waits in one round trip instead of one each (issue 12:
 //! `--bin paid` at 64 connections, 593 and 573 paid calls/s fetching one, 637 and 627 fetching
@@ -115,6 +123,29 @@ pub const AT_ONCE: usize = 4;
 /// Jobs one fetch takes at most (apalis-redis's batch size, `queue::redis_config`).
 pub const FETCH_BATCH: usize = AT_ONCE;
 
+/// What a consumer knows of the other workers on its queue (their load reports, read every
+/// second: `JobQueue::peers`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Peers {
+    /// Not read yet (or no reports on this queue): others may be waiting for their turn.
+    #[default]
+    Unknown,
+    /// No other worker reported lately with room for another job.
+    None,
+    /// The fewest jobs held by another live worker with room to spare.
+    Least(u64),
+}
+
+/// Whether a consumer holding `held` jobs leaves the next one to the others for a `COOLDOWN`.
+pub fn waits_its_turn(held: usize, peers: Peers) -> bool {
+    held >= AT_ONCE
+        && match peers {
+            Peers::Unknown => true,
+            Peers::None => false,
+            Peers::Least(least) => held as u64 >= least.saturating_add(AT_ONCE as u64),
+        }
+}
+
 /// A Redis backend (fetching up to `FETCH_BATCH` jobs at a time) that fetches only when armed.
 pub struct FairFetch<B> {
     backend: B,
@@ -132,6 +163,8 @@ pub struct FairFetch<B> {
     inner: Arc<InnerWake>,
     /// While true, no fetch (the worker's database is away, or it is draining).
     paused: Option<watch::Receiver<bool>>,
+    /// The other workers, when this consumer's queue has load reports (coaching).
+    peers: Option<watch::Receiver<Peers>>,
 }
 
 /// Records that the inner backend asked to be polled, and passes the wake-up on to the task.
@@ -194,12 +227,19 @@ impl<B> FairFetch<B> {
             announce: Announce { conn, channel },
             inner: Arc::default(),
             paused: None,
+            peers: None,
         }
     }
 
     /// Takes no job while `paused` is true (the poll tick looks again).
     pub fn paused_while(mut self, paused: watch::Receiver<bool>) -> Self {
         self.paused = Some(paused);
+        self
+    }
+
+    /// Leaves turns only to the workers `peers` reports (without it, to any: `Peers::Unknown`).
+    pub fn beside(mut self, peers: watch::Receiver<Peers>) -> Self {
+        self.peers = Some(peers);
         self
     }
 }
@@ -255,7 +295,9 @@ impl<B: Backend> Backend for FairFetch<B> {
             // the worker when the count falls to zero; the poll tick and wake-ups come anyway.
             // (No fetch is in flight during a cooldown: a take comes from a fetch's answer, and
             // the next fetch starts only once its jobs are taken.)
-            if worker.task_count() >= AT_ONCE && cooldown.as_mut().poll(cx).is_pending() {
+            let peers = self.peers.as_ref().map_or(Peers::Unknown, |p| *p.borrow());
+            if waits_its_turn(worker.task_count(), peers) && cooldown.as_mut().poll(cx).is_pending()
+            {
                 return Poll::Pending;
             }
             self.cooldown = None;
@@ -317,5 +359,29 @@ impl<B: WireFormatBackend> WireFormatBackend for FairFetch<B> {
 
     fn codec(&self) -> &Self::Codec {
         self.backend.codec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AT_ONCE, Peers, waits_its_turn};
+
+    #[test]
+    fn a_busy_worker_leaves_turns_only_to_a_less_busy_one_with_room() {
+        // Below `AT_ONCE` the next job is taken at once, whoever else is there.
+        for peers in [Peers::Unknown, Peers::None, Peers::Least(0)] {
+            assert!(!waits_its_turn(AT_ONCE - 1, peers), "{peers:?}");
+        }
+        // Not knowing the others yet, it leaves them their turn, as it always did.
+        assert!(waits_its_turn(AT_ONCE, Peers::Unknown));
+        assert!(waits_its_turn(5_000, Peers::Unknown));
+        // Alone (or beside full workers): no turn to leave, however much it holds.
+        assert!(!waits_its_turn(5_000, Peers::None));
+        // Beside one that holds less: it waits once it holds `AT_ONCE` more than that one.
+        assert!(waits_its_turn(AT_ONCE, Peers::Least(0)));
+        assert!(!waits_its_turn(100 + AT_ONCE - 1, Peers::Least(100)));
+        assert!(waits_its_turn(100 + AT_ONCE, Peers::Least(100)));
+        // The less busy one itself goes on taking.
+        assert!(!waits_its_turn(100, Peers::Least(500)));
     }
 }

@@ -4,5 +4,5 @@
 pub mod fetch;
 pub mod health;
 
-pub use fetch::{FETCH_BATCH, FairFetch, WakeFeed};
+pub use fetch::{FETCH_BATCH, FairFetch, Peers, WakeFeed};
 pub use health::{ConsumerHandle, ConsumerState, Consumers, State};

@@ -7,6 +7,7 @@
 //! jobs no worker has taken yet.
 
 use super::{JobQueue, QueueError};
+use crate::consumers::Peers;
 use crate::load::{Load, Meter};
 use redis::AsyncCommands;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -95,11 +96,63 @@ impl JobQueue {
             .sum();
         Ok(Some(load))
     }
+
+    /// The workers other than `worker` on the coaching queue, as their fresh reports stand
+    /// (what its consumer leaves turns to: `consumers::fetch`). Unknown in memory mode.
+    pub async fn peers(&self, worker: &str) -> Result<Peers, QueueError> {
+        let (Some(conn), Some(key)) = (&self.conn, &self.load_key) else {
+            return Ok(Peers::Unknown);
+        };
+        let reports: Vec<(String, String)> = conn.clone().hgetall(key).await?;
+        Ok(least_with_room(worker, &reports, now_ms()))
+    }
+}
+
+/// The fewest jobs held by a worker other than `me` that reported since `STALE_AFTER` before
+/// `now` and has room for another; `Peers::None` when there is no such worker.
+fn least_with_room(me: &str, reports: &[(String, String)], now: u64) -> Peers {
+    let fresh_from = now.saturating_sub(STALE_AFTER.as_millis() as u64);
+    reports
+        .iter()
+        .filter(|(worker, _)| worker != me)
+        .filter_map(|(_, report)| parse(report))
+        .filter(|(at, l)| *at >= fresh_from && l.backlog < l.capacity)
+        .map(|(_, l)| l.backlog)
+        .min()
+        .map_or(Peers::None, Peers::Least)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peers_are_the_other_live_workers_with_room() {
+        let now = 1_700_000_010_000;
+        let report = |w: &str, at: u64, capacity: u64, held: u64| {
+            (w.to_owned(), format!("{at} {capacity} {held} 0 0"))
+        };
+        // Alone: its own report is not a peer.
+        assert_eq!(
+            least_with_room("me", &[report("me", now, 100, 50)], now),
+            Peers::None
+        );
+        assert_eq!(least_with_room("me", &[], now), Peers::None);
+        let reports = [
+            report("me", now, 100, 90),
+            report("busy", now - 1_000, 100, 70),
+            report("idle", now - 2_000, 100, 20),
+            // Full: it would not take a turn left to it.
+            report("full", now, 10, 10),
+            // Silent past `STALE_AFTER`: gone.
+            report("gone", now - 6_000, 100, 0),
+        ];
+        assert_eq!(least_with_room("me", &reports, now), Peers::Least(20));
+        assert_eq!(
+            least_with_room("me", &[report("full", now, 10, 10)], now),
+            Peers::None
+        );
+    }
 
     #[test]
     fn a_report_reads_back_and_a_malformed_one_is_dropped() {

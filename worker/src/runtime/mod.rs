@@ -21,7 +21,7 @@ use crate::{
 };
 use apalis::prelude::*;
 use grove_common::{
-    consumers::{ConsumerHandle, Consumers},
+    consumers::{ConsumerHandle, Consumers, Peers},
     jobs::{self, CoachingJob, ReviewJob},
     queue::{JobQueue, MemoryStorages},
 };
@@ -190,7 +190,9 @@ pub async fn run_redis_with(
     let id = uuid::Uuid::new_v4().simple().to_string();
     // Set while the database is away: the consumers take no jobs (`database::keep`).
     let (pause, paused) = watch::channel(false);
-    let lane = |kind: &'static str, queue: String| Lane {
+    // The other workers' load, read each time this one reports its own (`report::load`).
+    let (peers_read, peers) = watch::channel(Peers::Unknown);
+    let lane = |kind: &'static str, queue: String, peers: Option<watch::Receiver<Peers>>| Lane {
         kind,
         base_name: format!("grove-{kind}-{id}"),
         client: client.clone(),
@@ -200,13 +202,14 @@ pub async fn run_redis_with(
         stopped: stopped.clone(),
         stop: Arc::clone(&stop),
         paused: paused.clone(),
+        peers,
     };
-    let coaching = lane("coaching", jobs::coaching_queue(namespace)).run::<CoachingJob, _, _, _>(
-        |name, backend, stopped, health| {
+    let coaching = lane("coaching", jobs::coaching_queue(namespace), Some(peers))
+        .run::<CoachingJob, _, _, _>(|name, backend, stopped, health| {
             consumer!(name, backend, &deps, coaching_job, health, stopped)
-        },
-    );
-    let review = lane("review", jobs::review_queue(namespace)).run::<ReviewJob, _, _, _>(
+        });
+    // Review jobs (a text each) end quickly; nobody reports them: turns are left as ever.
+    let review = lane("review", jobs::review_queue(namespace), None).run::<ReviewJob, _, _, _>(
         |name, backend, stopped, health| {
             consumer!(name, backend, &deps, review_job, health, stopped)
         },
@@ -225,7 +228,12 @@ pub async fn run_redis_with(
         Arc::clone(&deps),
         stopped.clone(),
     )?;
-    tokio::spawn(report::load(Arc::clone(&deps), id.clone(), stopped.clone()));
+    tokio::spawn(report::load(
+        Arc::clone(&deps),
+        id.clone(),
+        peers_read,
+        stopped.clone(),
+    ));
     tracing::info!(namespace, concurrency = deps.concurrency, "worker ready");
     let all = async { tokio::join!(coaching, review, sweeper, takeover) };
     let gave_up = async {

@@ -7,7 +7,7 @@
 
 use backon::{BackoffBuilder, ExponentialBuilder};
 use grove_common::{
-    consumers::{ConsumerHandle, FairFetch, WakeFeed},
+    consumers::{ConsumerHandle, FairFetch, Peers, WakeFeed},
     jobs,
     queue::{self, redis_connection},
 };
@@ -48,6 +48,8 @@ pub(super) struct Lane {
     pub stop: Arc<watch::Sender<bool>>,
     /// True while the process takes no jobs (its database is away).
     pub paused: watch::Receiver<bool>,
+    /// The other workers on this queue, where they report their load (coaching).
+    pub peers: Option<watch::Receiver<Peers>>,
 }
 
 impl Lane {
@@ -184,6 +186,10 @@ return #jobs
             jobs::POLL_INTERVAL,
         )
         .paused_while(self.paused.clone());
+        let backend = match &self.peers {
+            Some(peers) => backend.beside(peers.clone()),
+            None => backend,
+        };
         let name = format!("{}-{generation}", self.base_name);
         start(name, backend, self.stopped.clone(), self.health.clone())
             .await
