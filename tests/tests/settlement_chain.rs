@@ -253,9 +253,10 @@ async fn with_mining_stopped_the_outcome_is_unknown_and_the_authorization_is_use
     assert_eq!(chain.balance(pay_to()).await, U256::from(PRICE));
     // The settler's own connection reads the same state (reconciliation in self mode), and the
     // log names the transaction the unknown outcome carried.
-    assert_eq!(settler.authorization_used(from, nonce).await, Ok(true));
+    let own = settler.reader();
+    assert_eq!(own.authorization_used(from, nonce).await, Ok(true));
     assert_eq!(
-        settler.authorization(&query(&request)).await,
+        own.authorization(&query(&request)).await,
         Ok(AuthorizationState::Paid {
             transaction: sent.hash.clone()
         })

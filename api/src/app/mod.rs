@@ -308,7 +308,7 @@ async fn settlement(
         }
         let settler = Arc::new(settler);
         tracing::info!(settler = %settler.address(), "settling payments on chain ourselves");
-        let reader: Arc<dyn AuthorizationReader> = settler.clone();
+        let reader: Arc<dyn AuthorizationReader> = Arc::new(settler.reader());
         return Ok((settler, Some(reader)));
     }
     let chain = match &s.base_rpc_url {

@@ -21,12 +21,9 @@ mod versions;
 mod wallet;
 
 use super::facilitator::SettleRequest;
-use super::settle::{
-    AuthorizationQuery, AuthorizationReader, AuthorizationState, SentTransaction, SettleOutcome,
-    Settler, TransferStanding,
-};
+use super::settle::{SentTransaction, SettleOutcome, Settler};
 use alloy_network::EthereumWallet;
-use alloy_primitives::{Address, B256, TxHash};
+use alloy_primitives::{Address, TxHash};
 use alloy_provider::Provider;
 use alloy_signer_local::PrivateKeySigner;
 use alloy_sol_types::sol;
@@ -116,6 +113,13 @@ pub struct SelfSettler {
 }
 
 impl SelfSettler {
+    /// Reconciliation's reads, through the settler's own connection (at its finality).
+    pub fn reader(&self) -> ChainReader {
+        ChainReader {
+            rpc: self.rpc.clone(),
+        }
+    }
+
     /// Connects and checks that the endpoint serves `network` (chain 8453 for Base, 84532 for
     /// Base Sepolia). The nonce counter is this process's own until `with_nonces` shares it.
     pub async fn connect(
@@ -200,27 +204,5 @@ impl Settler for SelfSettler {
             return outcome;
         }
         self.settle_authorization(&auth).await
-    }
-}
-
-/// Reconciliation reads through the settler's own connection.
-#[async_trait]
-impl AuthorizationReader for SelfSettler {
-    async fn authorization_used(&self, authorizer: Address, nonce: B256) -> Result<bool, String> {
-        self.rpc.authorization_used(authorizer, nonce).await
-    }
-    async fn authorization(
-        &self,
-        query: &AuthorizationQuery,
-    ) -> Result<AuthorizationState, String> {
-        self.rpc.authorization(query).await
-    }
-    async fn transfer(
-        &self,
-        transaction: &str,
-        query: &AuthorizationQuery,
-        reported_at: u64,
-    ) -> Result<TransferStanding, String> {
-        self.rpc.transfer(transaction, query, reported_at).await
     }
 }
