@@ -77,13 +77,13 @@ impl JobQueue {
             return Ok(None);
         };
         let reports: Vec<(String, String)> = conn.clone().hgetall(key).await?;
-        let fresh_from = now_ms().saturating_sub(STALE_AFTER.as_millis() as u64);
+        let now = now_ms();
         let mut load = Load::default();
         let mut stale = Vec::new();
         for (worker, report) in reports {
-            match parse(&report) {
-                Some((at, l)) if at >= fresh_from => load.add(&l),
-                _ => stale.push(worker),
+            match fresh(&report, now) {
+                Some(l) => load.add(&l),
+                None => stale.push(worker),
             }
         }
         if !stale.is_empty() {
@@ -108,16 +108,22 @@ impl JobQueue {
     }
 }
 
-/// The fewest jobs held by a worker other than `me` that reported since `STALE_AFTER` before
-/// `now` and has room for another; `Peers::None` when there is no such worker.
-fn least_with_room(me: &str, reports: &[(String, String)], now: u64) -> Peers {
+/// A report's load, if it reads and was written within `STALE_AFTER` before `now` (a worker
+/// silent longer has stopped).
+fn fresh(report: &str, now: u64) -> Option<Load> {
     let fresh_from = now.saturating_sub(STALE_AFTER.as_millis() as u64);
+    parse(report).and_then(|(at, l)| (at >= fresh_from).then_some(l))
+}
+
+/// The fewest jobs held by a worker other than `me` with a fresh report and room for another;
+/// `Peers::None` when there is no such worker.
+fn least_with_room(me: &str, reports: &[(String, String)], now: u64) -> Peers {
     reports
         .iter()
         .filter(|(worker, _)| worker != me)
-        .filter_map(|(_, report)| parse(report))
-        .filter(|(at, l)| *at >= fresh_from && l.backlog < l.capacity)
-        .map(|(_, l)| l.backlog)
+        .filter_map(|(_, report)| fresh(report, now))
+        .filter(|l| l.backlog < l.capacity)
+        .map(|l| l.backlog)
         .min()
         .map_or(Peers::None, Peers::Least)
 }
