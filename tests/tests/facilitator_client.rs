@@ -293,21 +293,20 @@ async fn a_verified_payment_settles_with_its_own_payload_and_the_offered_require
         pay_to: grove_tests::PAY_TO.parse().expect("address"),
         amount_atomic: 180_000,
     };
-    let payment = grove_http::verify(&headers, &expected, grove_tests::x402::now_unix())
+    let mut payment = grove_http::verify(&headers, &expected, grove_tests::x402::now_unix())
         .expect("verifies")
         .expect("present");
+    let payload = payment.payload.clone();
 
     let fake = FakeFacilitator::start().await;
-    let request = SettleRequest::for_payment(
-        &payment,
-        requirements_for(payment.version, &offered_v2, &v1_body.accepts[0]),
-    );
+    let requirements = requirements_for(payment.version, &offered_v2, &v1_body.accepts[0]);
+    let request = SettleRequest::for_payment(&mut payment, requirements);
     let answer = client(&fake, None).settle(&request).await.expect("settles");
     assert!(answer.success);
     assert_eq!(answer.payer, Some(wallet.address().to_checksum(None)));
     let sent = &fake.requests()[0];
     assert_eq!(sent["x402Version"], 2);
-    assert_eq!(sent["paymentPayload"], payment.payload);
+    assert_eq!(sent["paymentPayload"], payload);
     // What the client echoed in `accepted` is exactly what we offered and now settle against.
     assert_eq!(
         sent["paymentRequirements"],

@@ -102,10 +102,11 @@ pub async fn detached(
 
 /// A coaching job's work, without the queue's wrapper (`coaching_job`): start the run (or take
 /// the one the api started for this process), do it, store its outcome.
-pub async fn run_coaching(job: CoachingJob, deps: Arc<Deps>) -> Result<(), JobError> {
+pub async fn run_coaching(mut job: CoachingJob, deps: Arc<Deps>) -> Result<(), JobError> {
     // The api only starts runs for the worker beside it; any other job starts its own.
     let own = |s: &Started| s.runner.process == deps.liveness.key();
-    if let Some(started) = job.started.clone().filter(own) {
+    // Taken, not cloned: the job and its copy of the call would both be held through the run.
+    if let Some(started) = job.started.take().filter(own) {
         return Box::pin(run_pre_started(&deps, started)).await;
     }
     let runner = Runner {
@@ -272,11 +273,56 @@ async fn holding_lease<T>(
     loop {
         tokio::select! {
             done = &mut work => return Ok(Some(done?)),
-            _ = renew.tick() => match calls::renew_lease(&deps.db, call_id, owner).await {
+            // Boxed, and only while renewing: held inline, the query's future would be part of
+            // every waiting run's (issue 31).
+            _ = renew.tick() => match renewal(deps, call_id, owner).await {
                 Ok(true) => {}
                 Ok(false) => return Ok(None),
                 Err(e) => tracing::warn!(error = %e, "could not renew the call's lease"),
             },
         }
+    }
+}
+
+/// One renewal of a run's lease, from its own allocation (see `holding_lease`).
+async fn renewal(deps: &Deps, call_id: Uuid, owner: Uuid) -> Result<bool, sea_orm::DbErr> {
+    Box::pin(calls::renew_lease(&deps.db, call_id, owner)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn size2<A, B, F: Future>(_: impl FnOnce(A, B) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    fn size3<A, B, C, F: Future>(_: impl FnOnce(A, B, C) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// A coaching job waiting on the model holds the job's future (`run_coaching`, and the
+    /// queue's `coaching_job` around it) and the started run's (`run_started`, the model's
+    /// answer inside it, `Engine::answer`); every phase before and after the wait has a box of its own, freed when
+    /// done. A phase awaited inline puts its whole future into every call in flight (a lease
+    /// renewal's query, a model answer's write; issue 31).
+    #[test]
+    fn a_job_waiting_on_the_model_holds_only_small_futures() {
+        let job = size2(coaching_job);
+        let coaching = size2(run_coaching);
+        let started = size3(run_started);
+        let answer = size3(crate::coaching::Engine::answer);
+        println!(
+            "coaching_job {job} B, run_coaching {coaching} B, run_started {started} B, answer {answer} B"
+        );
+        assert!(job <= 1024, "coaching_job's future is {job} bytes");
+        assert!(
+            coaching <= 1024,
+            "run_coaching's future is {coaching} bytes"
+        );
+        assert!(
+            started <= 6 * 1024,
+            "run_started's future is {started} bytes"
+        );
     }
 }

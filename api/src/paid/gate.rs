@@ -73,7 +73,7 @@ pub async fn purchase(
         }
         Err(rejection) => Err(rejection.into()),
     };
-    let payment = match verified {
+    let mut payment = match verified {
         Ok(p) => p,
         Err(WalletCheckError::Rejected(rejection)) => {
             health::before_price(state, product)?;
@@ -91,24 +91,29 @@ pub async fn purchase(
             });
         }
     };
-    let body = product.scope_body();
-    let canonical = idempotency::canonical(body);
-    let path = terms.offer.path.as_str();
-    let scope = idempotency::scope(
-        product.keyless_window(),
-        payment.payer,
-        path,
-        &canonical,
-        key.as_ref(),
-    );
-    let request_hash = idempotency::request_hash(path, &canonical);
+    // In a block: a local is held in this future until its scope ends, and the canonical body
+    // is needed only for these two keys, not through the wait.
+    let (scope, request_hash) = {
+        let canonical = idempotency::canonical(product.scope_body());
+        let path = terms.offer.path.as_str();
+        let scope = idempotency::scope(
+            product.keyless_window(),
+            payment.payer,
+            path,
+            &canonical,
+            key.as_ref(),
+        );
+        (scope, idempotency::request_hash(path, &canonical))
+    };
     // Every phase before and after the wait is boxed, and freed when done: the future held while
     // the model thinks is only as large as the wait itself (issue 31: the handler's future was
     // 43 KiB a call in flight).
     Box::pin(payer_within_limit(state, &payment, &scope)).await?;
     let deadline = Instant::now() + state.config.call_deadline;
     let requirements = terms.requirements(payment.version);
-    let settle_request = SettleRequest::for_payment(&payment, requirements);
+    // Takes the payload out of `payment`: from here it travels in the request to settle only,
+    // which is dropped once settled.
+    let settle_request = SettleRequest::for_payment(&mut payment, requirements);
     let claim = Box::pin(reserve(
         state,
         product,
@@ -133,7 +138,7 @@ pub async fn purchase(
                 .admitted_by_capacity()
                 .then(|| state.admission.paid());
             let call = *call;
-            let request = &settle_request;
+            let request = settle_request;
             settle_and_wait(state, &terms, product, call, request, deadline, settling).await?
         }
     };
@@ -229,7 +234,7 @@ async fn settle_and_wait(
     terms: &Terms<'_>,
     product: &dyn Product,
     call: call::Model,
-    settle_request: &SettleRequest,
+    settle_request: SettleRequest,
     deadline: Instant,
     settling: Option<Settling<'_>>,
 ) -> Result<Ended, ApiError> {
@@ -239,7 +244,15 @@ async fn settle_and_wait(
         let not_sold = SettleOutcome::Refused {
             reason: reason.into(),
         };
-        ledger::record_outcome(&state.db, call.id, &not_sold, state.clock.wall()).await?;
+        // Boxed, as the phases below: inline, this rare write (5 KiB of future) would size the
+        // future of every call that waits.
+        Box::pin(ledger::record_outcome(
+            &state.db,
+            call.id,
+            &not_sold,
+            state.clock.wall(),
+        ))
+        .await?;
         return Err(error);
     }
     // Registered before the job is pushed, so a worker that finishes at once still wakes us.
@@ -252,10 +265,12 @@ async fn settle_and_wait(
     let outcome = Box::pin(
         state
             .settler
-            .settle(settle_request)
+            .settle(&settle_request)
             .instrument(span.clone()),
     )
     .await;
+    // Sent and answered: the payload and requirements are not held through the wait.
+    drop(settle_request);
     span.record("payment.outcome", outcome.label());
     state.metrics.settlement(outcome.label());
     // A product whose run this process's worker may start does so in the outcome's own
@@ -318,5 +333,28 @@ fn refusal_error(outcome: &SettleOutcome) -> Option<String> {
         }
         SettleOutcome::Refused { reason } => Some(codes::settlement_failed(reason)),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    fn size4<A, B, C, D, F: Future>(_: impl FnOnce(A, B, C, D) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// A paid call waiting on its work holds the handler's future, which holds `serve`'s and
+    /// `purchase`'s; every phase before and after the wait has a box of its own, freed when
+    /// done. A phase awaited inline puts its whole future into every call in flight (a refused
+    /// settlement's write alone is 5 KiB; issue 31).
+    #[test]
+    fn a_paid_call_waiting_on_its_work_holds_only_a_small_future() {
+        let purchase = size4(super::purchase);
+        let serve = size4(crate::paid::http::serve);
+        println!("purchase {purchase} B, serve {serve} B");
+        assert!(
+            purchase <= 4 * 1024,
+            "purchase's future is {purchase} bytes"
+        );
+        assert!(serve <= 4 * 1024, "serve's future is {serve} bytes");
     }
 }

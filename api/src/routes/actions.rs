@@ -39,5 +39,5 @@ pub(super) async fn call(
         return Ok(Json(sample).into_response());
     }
     let product = ReviewPurchase::new(body).map_err(ApiError::internal)?;
-    paid::http::serve(&state, &parts.headers, key, &product).await
+    paid::http::serve(&state, parts, key, &product).await
 }

@@ -40,5 +40,5 @@ pub(super) async fn call(
     }
     CoachingCall::on_sale(&state)?;
     let product = CoachingCall::new(coach, mode, &request).map_err(ApiError::internal)?;
-    paid::http::serve(&state, &parts.headers, key, &product).await
+    paid::http::serve(&state, parts, key, &product).await
 }

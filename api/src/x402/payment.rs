@@ -43,11 +43,13 @@ pub struct VerifiedPayment {
 }
 
 impl SettleRequest {
-    /// The request for a locally verified payment: its own payload, in its own version.
-    pub fn for_payment(payment: &VerifiedPayment, payment_requirements: Value) -> Self {
+    /// The request for a locally verified payment: its own payload, in its own version. The
+    /// payload moves into the request, which is dropped once settled; the payment keeps what its
+    /// answer needs (a copy of the payload was held through every call's wait, issue 31).
+    pub fn for_payment(payment: &mut VerifiedPayment, payment_requirements: Value) -> Self {
         Self {
             x402_version: payment.version,
-            payment_payload: payment.payload.clone(),
+            payment_payload: std::mem::take(&mut payment.payload),
             payment_requirements,
         }
     }

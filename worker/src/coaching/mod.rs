@@ -104,7 +104,9 @@ impl Engine {
 
     async fn report(&self, outcome: Option<health::Outcome>) {
         if let (Some((gates, provider)), Some(outcome)) = (&self.health, outcome) {
-            gates.record(provider, outcome).await;
+            // Boxed for the same reason as the reads and writes below (`replay::record`).
+            let recording = Box::pin(gates.record(provider, outcome));
+            recording.await;
         }
     }
 
@@ -171,7 +173,8 @@ impl Engine {
         };
         // A call's first start has no recorded answers to replay: skip the read (issue 12).
         let stored = if call.attempts > 1 {
-            calls::model_calls(db, call.id, call.runs).await?
+            let reading = Box::pin(calls::model_calls(db, call.id, call.runs));
+            reading.await?
         } else {
             Vec::new()
         };
@@ -189,15 +192,18 @@ impl Engine {
                     return Ok(failed(call, reasons::GATE_OPEN.into(), usage));
                 }
                 None => {
+                    // Lent to the request and taken back for a re-ask, not copied: a copy of
+                    // the prompt would be held through the whole wait (issue 31).
                     let req = LlmRequest {
-                        system: system.clone(),
-                        messages: messages.clone(),
+                        system: std::mem::take(&mut system),
+                        messages: std::mem::take(&mut messages),
                         schema_name: format!("grove_{}", mode.id),
                         schema: Arc::clone(&self.provider_schemas[mode.id]),
                         max_output_tokens: budget,
                         deadline: Some(deadline),
                     };
                     let result = self.llm.complete(&req).await;
+                    (system, messages) = (req.system, req.messages);
                     entry = replay::entry(call, seq, &result);
                     result.map(|r| (r.json, r.usage))
                 }

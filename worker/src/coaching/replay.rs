@@ -94,13 +94,16 @@ pub(super) async fn record(
     call: &call::Model,
     entry: Option<ModelCallRecord>,
 ) -> Result<(), DbErr> {
-    // Keyed by run and sequence: repeating it after a database blip stores it once.
+    // Keyed by run and sequence: repeating it after a database blip stores it once. From its
+    // own allocation: inline, the write's future would size every run's while it waits on the
+    // model (issue 31).
     match entry {
         Some(rec) => {
-            grove_common::db::outage::retrying("store a model answer", || {
-                calls::store_model_call(db, call.id, rec.clone())
-            })
-            .await
+            let storing = Box::pin(grove_common::db::outage::retrying(
+                "store a model answer",
+                || calls::store_model_call(db, call.id, rec.clone()),
+            ));
+            storing.await
         }
         None => Ok(()),
     }

@@ -93,7 +93,9 @@ fn system(
     let example = example::block(mode)
         .map(|e| format!("\n{e}"))
         .unwrap_or_default();
-    format!(
+    // Held for the whole wait on the model (a re-ask sends it again): `format!` grows its
+    // buffer by doubling, and the slack was 6 KiB of each call in flight (issue 31).
+    let mut text = format!(
         "{persona}\n\nIn this call you coach in the mode below. Your summary of it: {coach_summary}\n\n\
          {mode_text}{lens}\n{envelope}\n{honesty}\n\
          # Limits for this answer ({tier} tier)\n\n\
@@ -119,7 +121,9 @@ fn system(
         amax = caps.actions_max,
         caveats = caps.caveats_max,
         ceiling = ceiling.as_str(),
-    )
+    );
+    text.shrink_to_fit();
+    text
 }
 
 /// The caller's messages, with the caller's context as a compact JSON block at the top of the
