@@ -44,6 +44,10 @@ async fn main() {
         ("LLM_PROVIDER", "openai".into()),
         ("LLM_BASE_URL", llm.openai_base()),
         ("LLM_API_KEY", "test".into()),
+        // As `--bin inflight` runs them: every model call and settle a stream of one h2c
+        // connection, so the profile holds what a call in flight costs there.
+        ("LLM_HTTP2", "prior-knowledge".into()),
+        ("X402_FACILITATOR_HTTP2", "prior-knowledge".into()),
         ("WORKER_CONCURRENCY", n.max(1).to_string()),
         ("CALL_DEADLINE_S", "300".into()),
     ] {
