@@ -275,18 +275,13 @@ async fn holding_lease<T>(
             done = &mut work => return Ok(Some(done?)),
             // Boxed, and only while renewing: held inline, the query's future would be part of
             // every waiting run's (issue 31).
-            _ = renew.tick() => match renewal(deps, call_id, owner).await {
+            _ = renew.tick() => match Box::pin(calls::renew_lease(&deps.db, call_id, owner)).await {
                 Ok(true) => {}
                 Ok(false) => return Ok(None),
                 Err(e) => tracing::warn!(error = %e, "could not renew the call's lease"),
             },
         }
     }
-}
-
-/// One renewal of a run's lease, from its own allocation (see `holding_lease`).
-async fn renewal(deps: &Deps, call_id: Uuid, owner: Uuid) -> Result<bool, sea_orm::DbErr> {
-    Box::pin(calls::renew_lease(&deps.db, call_id, owner)).await
 }
 
 #[cfg(test)]

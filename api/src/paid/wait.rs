@@ -40,8 +40,7 @@ pub fn unpaid_code(error: Option<String>) -> String {
 /// Its queries run from their own allocation, made for the look and freed after it: inline,
 /// their futures (1.8 KiB) would be part of every waiting call's (issue 31).
 async fn look(db: &DatabaseConnection, call_id: Uuid) -> Result<Result<Outcome, bool>, DbErr> {
-    let looking = Box::pin(look_inline(db, call_id));
-    looking.await
+    Box::pin(look_inline(db, call_id)).await
 }
 
 async fn look_inline(

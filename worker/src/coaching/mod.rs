@@ -105,8 +105,7 @@ impl Engine {
     async fn report(&self, outcome: Option<health::Outcome>) {
         if let (Some((gates, provider)), Some(outcome)) = (&self.health, outcome) {
             // Boxed for the same reason as the reads and writes below (`replay::record`).
-            let recording = Box::pin(gates.record(provider, outcome));
-            recording.await;
+            Box::pin(gates.record(provider, outcome)).await;
         }
     }
 
@@ -173,8 +172,7 @@ impl Engine {
         };
         // A call's first start has no recorded answers to replay: skip the read (issue 12).
         let stored = if call.attempts > 1 {
-            let reading = Box::pin(calls::model_calls(db, call.id, call.runs));
-            reading.await?
+            Box::pin(calls::model_calls(db, call.id, call.runs)).await?
         } else {
             Vec::new()
         };

@@ -99,11 +99,11 @@ pub(super) async fn record(
     // model (issue 31).
     match entry {
         Some(rec) => {
-            let storing = Box::pin(grove_common::db::outage::retrying(
+            Box::pin(grove_common::db::outage::retrying(
                 "store a model answer",
                 || calls::store_model_call(db, call.id, rec.clone()),
-            ));
-            storing.await
+            ))
+            .await
         }
         None => Ok(()),
     }
