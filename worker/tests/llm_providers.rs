@@ -51,7 +51,7 @@ pub fn schema() -> Value {
 
 pub fn request() -> LlmRequest {
     LlmRequest {
-        system: format!("You are a growth coach. {SYSTEM_MARKER}"),
+        system: format!("You are a growth coach. {SYSTEM_MARKER}").into(),
         messages: vec![ChatMessage::user(format!(
             "Churn is 7% a month. {CONTENT_MARKER}"
         ))],

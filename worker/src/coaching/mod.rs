@@ -190,10 +190,10 @@ impl Engine {
                     return Ok(failed(call, reasons::GATE_OPEN.into(), usage));
                 }
                 None => {
-                    // Lent to the request and taken back for a re-ask, not copied: a copy of
-                    // the prompt would be held through the whole wait (issue 31).
+                    // The messages are lent to the request and taken back for a re-ask, not
+                    // copied: a copy would be held through the whole wait (issue 31).
                     let req = LlmRequest {
-                        system: std::mem::take(&mut system),
+                        system: Arc::clone(&system),
                         messages: std::mem::take(&mut messages),
                         schema_name: format!("grove_{}", mode.id),
                         schema: Arc::clone(&self.provider_schemas[mode.id]),
@@ -201,7 +201,7 @@ impl Engine {
                         deadline: Some(deadline),
                     };
                     let result = self.llm.complete(&req).await;
-                    (system, messages) = (req.system, req.messages);
+                    messages = req.messages;
                     entry = replay::entry(call, seq, &result);
                     result.map(|r| (r.json, r.usage))
                 }
@@ -260,7 +260,7 @@ impl Engine {
                     tracing::info!(call_id = %call.id, seq, "model answer cut off; asking once more for a shorter one");
                     last_problem = "the answer was cut off at the output limit".into();
                     budget = TRUNCATED_RETRY_TOKENS;
-                    system = format!("{system}\n\n{}", envelope::SHORTER_ANSWER);
+                    system = format!("{system}\n\n{}", envelope::SHORTER_ANSWER).into();
                 }
                 Err(e) => {
                     replay::record(db, call, entry).await?;

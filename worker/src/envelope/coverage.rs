@@ -8,7 +8,7 @@ use grove_common::requests::{CoachingRequest, Role};
 use serde_json::Value;
 
 /// `thinking.confidence`, ordered so that a ceiling is a plain `min`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Confidence {
     Low,
     Medium,

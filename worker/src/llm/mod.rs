@@ -87,7 +87,8 @@ impl ChatMessage {
 
 #[derive(Clone, Debug)]
 pub struct LlmRequest {
-    pub system: String,
+    /// Shared with other calls in flight that read the same prompt (issue 31).
+    pub system: Arc<str>,
     pub messages: Vec<ChatMessage>,
     /// Names the schema (OpenAI) or the forced tool (Anthropic fallback): `[a-zA-Z0-9_-]{1,64}`.
     pub schema_name: String,

@@ -7,10 +7,12 @@
 //! sample (see `example`); and what this caller gave.
 
 mod example;
+mod shared;
 
 use crate::envelope::Confidence;
-use grove_common::catalog::{ByCoach, ByMode, Coach, Mode, ModeId};
+use grove_common::catalog::{self, ByCoach, ByMode, Coach, CoachId, Mode, ModeId};
 use grove_common::requests::{CoachingRequest, Role};
+use std::sync::Arc;
 
 /// Embeds `prompts/{dir}/{id}.md` for each id of a list macro, as a table of that list's type.
 macro_rules! embedded {
@@ -44,26 +46,39 @@ pub const ASSISTANT: &str = "assistant";
 ///
 /// The conversation always starts and ends with a user turn: Anthropic reads a trailing
 /// assistant turn as a prefill, which structured output refuses.
+///
+/// The system prompt is shared with every call in flight that has the same [`Key`].
 pub fn build(
     coach: &Coach,
     mode: &Mode,
     request: &CoachingRequest,
-    missing: &[&str],
+    missing: &[&'static str],
     ceiling: Confidence,
-) -> (String, Vec<(&'static str, String)>) {
-    (
-        system(coach, mode, request, missing, ceiling),
-        conversation(request),
-    )
+) -> (Arc<str>, Vec<(&'static str, String)>) {
+    let key = Key {
+        coach: coach.id,
+        mode: mode.id,
+        missing: missing.to_vec(),
+        gave_numbers: crate::envelope::caller_gave_numbers(request),
+        ceiling,
+    };
+    (shared::SYSTEM.get(key, system), conversation(request))
 }
 
-fn system(
-    coach: &Coach,
-    mode: &Mode,
-    request: &CoachingRequest,
-    missing: &[&str],
+/// Everything a system prompt is made from: [`system`] reads nothing else, so two calls with
+/// equal keys can share one text.
+#[derive(PartialEq, Eq, Hash)]
+struct Key {
+    coach: CoachId,
+    mode: ModeId,
+    missing: Vec<&'static str>,
+    gave_numbers: bool,
     ceiling: Confidence,
-) -> String {
+}
+
+fn system(key: &Key) -> String {
+    let (coach, mode) = (catalog::coach(key.coach), catalog::mode(key.mode));
+    let (missing, ceiling) = (&key.missing, key.ceiling);
     let caps = mode.tier.caps();
     let coach_summary = coach
         .modes
@@ -80,7 +95,7 @@ fn system(
             missing.join(", ")
         )
     };
-    let figures = if crate::envelope::caller_gave_numbers(request) {
+    let figures = if key.gave_numbers {
         "The caller gave figures: use only those (and arithmetic on them) in `numbers`."
     } else {
         "The caller gave no figures at all: `numbers` must be [] and the reply must not state any \
@@ -93,9 +108,7 @@ fn system(
     let example = example::block(mode)
         .map(|e| format!("\n{e}"))
         .unwrap_or_default();
-    // Held for the whole wait on the model (a re-ask sends it again): `format!` grows its
-    // buffer by doubling, and the slack was 6 KiB of each call in flight (issue 31).
-    let mut text = format!(
+    format!(
         "{persona}\n\nIn this call you coach in the mode below. Your summary of it: {coach_summary}\n\n\
          {mode_text}{lens}\n{envelope}\n{honesty}\n\
          # Limits for this answer ({tier} tier)\n\n\
@@ -121,9 +134,7 @@ fn system(
         amax = caps.actions_max,
         caveats = caps.caveats_max,
         ceiling = ceiling.as_str(),
-    );
-    text.shrink_to_fit();
-    text
+    )
 }
 
 /// The caller's messages, with the caller's context as a compact JSON block at the top of the

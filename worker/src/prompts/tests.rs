@@ -150,7 +150,7 @@ fn a_conversation_opening_or_ending_with_the_assistant_is_wrapped_in_user_turns(
     assert_eq!(roles, vec![USER, ASSISTANT, USER]);
 }
 
-fn build_default(request: &CoachingRequest) -> (String, Vec<(&'static str, String)>) {
+fn build_default(request: &CoachingRequest) -> (Arc<str>, Vec<(&'static str, String)>) {
     let mode = catalog::mode(ModeId::DiagnoseGrowth);
     let coach = catalog::coach(CoachId::Mary);
     build(coach, mode, request, &[], Confidence::Medium)
@@ -177,7 +177,7 @@ fn print_prompt() {
 }
 
 /// The system prompt of `coach` (or the mode's first coach) in `mode` for a bare request.
-fn system_for(mode: ModeId, coach: Option<CoachId>) -> String {
+fn system_for(mode: ModeId, coach: Option<CoachId>) -> Arc<str> {
     let mode = catalog::mode(mode);
     let coach = match coach {
         Some(c) => catalog::coach(c),
@@ -327,4 +327,25 @@ fn outbound_names_only_caller_given_senders_and_guides_each_channel() {
             "ends with the ask, not a made-up name: {last}"
         );
     }
+}
+
+#[test]
+fn calls_in_flight_with_the_same_inputs_share_one_system_prompt() {
+    let request = typed(json!({"messages": [{"role": "user", "content": "We have 12 clients."}]}));
+    let other_words =
+        typed(json!({"messages": [{"role": "user", "content": "We have 40 clients."}]}));
+    let (a, _) = build_default(&request);
+    let (b, _) = build_default(&other_words);
+    assert!(Arc::ptr_eq(&a, &b), "equal inputs rendered twice");
+
+    let mode = catalog::mode(ModeId::DiagnoseGrowth);
+    let coach = catalog::coach(CoachId::Mary);
+    let (low, _) = build(coach, mode, &request, &[], Confidence::Low);
+    assert!(low.contains("Confidence ceiling: `low`") && a.contains("`medium`"));
+    let bare = typed(json!({"messages": [{"role": "user", "content": "Help."}]}));
+    let (no_figures, _) = build_default(&bare);
+    assert!(
+        !Arc::ptr_eq(&a, &no_figures),
+        "a caller without figures got a prompt about figures"
+    );
 }

@@ -70,7 +70,7 @@ impl OpenAiProvider {
 
     fn body<'r>(&'r self, request: &'r LlmRequest, mode: StructuredOutput) -> Body<'r> {
         let system = match mode {
-            StructuredOutput::Strict => Cow::Borrowed(request.system.as_str()),
+            StructuredOutput::Strict => Cow::Borrowed(&*request.system),
             _ => Cow::Owned(structured::schema_in_prompt(
                 &request.system,
                 request.schema.json(),
