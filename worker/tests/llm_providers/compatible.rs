@@ -279,7 +279,8 @@ async fn anthropic_takes_the_temperature_and_prompt_mode() {
         .unwrap();
 
     let body = fake.request(0).body;
-    assert_eq!(body["temperature"].as_f64(), Some(0.7f32 as f64));
+    // The operator's 0.7 goes on the wire as written, not widened to 0.699999988.
+    assert_eq!(body["temperature"].as_f64(), Some(0.7));
     assert!(
         body.get("output_config").is_none() && body.get("tools").is_none(),
         "{body}"

@@ -3,13 +3,14 @@
 //! `LLM_STRUCTURED=prompt` the schema travels in the system prompt alone.
 
 mod answer;
+mod body;
 
 use super::limits::Limits;
-use super::structured;
 use super::transport::{self, with_retries};
 use super::{LlmError, LlmProvider, LlmRequest, LlmResponse, RetryPolicy, Usage};
 use crate::retry::Failure;
 use answer::read_answer;
+use body::Body;
 use grove_common::config::{LlmConfig, StructuredOutput};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
@@ -78,43 +79,11 @@ impl AnthropicProvider {
         })
     }
 
-    fn body(&self, request: &LlmRequest, mode: Mode) -> Value {
-        let messages: Vec<Value> = request
-            .messages
-            .iter()
-            .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
-            .collect();
-        let mut body = json!({
-            "model": self.model,
-            "max_tokens": request.max_output_tokens,
-            "messages": messages,
-        });
-        if let Some(t) = self.temperature {
-            body["temperature"] = json!(t);
-        }
-        let system = match mode {
-            Mode::Prompt => structured::schema_in_prompt(&request.system, request.schema.json()),
-            _ => request.system.clone(),
-        };
-        if !system.is_empty() {
-            body["system"] = json!(system);
-        }
-        match mode {
-            Mode::Native => {
-                body["output_config"] =
-                    json!({"format": {"type": "json_schema", "schema": request.schema.value()}});
-            }
-            Mode::Tool => {
-                body["tools"] = json!([{
-                    "name": request.schema_name,
-                    "description": TOOL_DESCRIPTION,
-                    "input_schema": request.schema.value(),
-                }]);
-                body["tool_choice"] = json!({"type": "tool", "name": request.schema_name});
-            }
-            Mode::Prompt => {}
-        }
-        body
+    /// The request body, borrowing the call's prompt, messages and schema: a body is held for
+    /// the whole wait on the model (a transport retry sends it again), and a copy of each was
+    /// memory per call in flight (issue 31).
+    fn body<'r>(&'r self, request: &'r LlmRequest, mode: Mode) -> Body<'r> {
+        Body::new(&self.model, self.temperature, request, mode)
     }
 
     /// Where each attempt goes, with this provider's limits.
@@ -129,17 +98,12 @@ impl AnthropicProvider {
 
     async fn attempt(
         &self,
-        body: &Value,
+        body: &Body<'_>,
         mode: Mode,
         timeout: Duration,
     ) -> Result<(Value, Usage), Failure<LlmError>> {
-        let raw = transport::post_json(
-            &self.target(),
-            body,
-            body["max_tokens"].as_u64().unwrap_or(0),
-            timeout,
-        )
-        .await?;
+        let raw =
+            transport::post_json(&self.target(), body, u64::from(body.max_tokens), timeout).await?;
         read_answer(&raw, mode).map_err(Failure::Final)
     }
 
