@@ -112,7 +112,7 @@ pub fn check_for(mode: &Mode, caller_facts: &Caller, envelope: &Value) -> Vec<Vi
         caller,
         pool: &pool,
     };
-    let cx = Ctx::new(envelope, request, &caller_facts.text, &traced);
+    let cx = Ctx::new(envelope, request, caller_facts.text(), &traced);
     // A deliverable that does not have its mode's type fails the published schema too; said
     // here as well, so that an answer whose mode rules could not run is never delivered.
     if let Err(shape) = rules.check(&cx, &mut out) {

@@ -6,6 +6,7 @@ use super::figures::{self, Figure};
 use grove_common::catalog::Mode;
 use grove_common::requests::{CoachingRequest, Role};
 use serde_json::Value;
+use std::sync::OnceLock;
 
 /// `thinking.confidence`, ordered so that a ceiling is a plain `min`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -45,8 +46,8 @@ pub struct Caller<'a> {
     pub ceiling: Confidence,
     /// [`caller_figures`].
     pub figures: Vec<Figure>,
-    /// The caller's own words: every `user` message and every string of `context`, one per line.
-    pub text: String,
+    /// The caller's own words, made when an answer is first checked ([`Caller::text`]).
+    text: OnceLock<String>,
 }
 
 impl<'a> Caller<'a> {
@@ -55,14 +56,21 @@ impl<'a> Caller<'a> {
         let missing = missing_in(mode, request, context.as_ref());
         let figures = figures_in(request, context.as_ref());
         let ceiling = ceiling_of(mode, &missing, !figures.is_empty());
-        let text = text_in(request, context.as_ref());
         Self {
             request,
             missing,
             ceiling,
             figures,
-            text,
+            text: OnceLock::new(),
         }
+    }
+
+    /// The caller's own words: every `user` message and every string of `context`, one per line.
+    /// Made when an answer is first checked, not with the prompt: a copy of the conversation
+    /// made before the model is asked is held for the whole wait (issue 31).
+    pub fn text(&self) -> &str {
+        self.text
+            .get_or_init(|| text_in(self.request, context_tree(self.request).as_ref()))
     }
 
     /// [`caller_gave_numbers`].
