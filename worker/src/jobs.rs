@@ -269,7 +269,12 @@ async fn holding_lease<T>(
     tokio::pin!(work);
     let _live = crate::in_flight::LiveRun::enter(owner);
     let period = calls::LEASE_RENEW_EVERY;
-    let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    // The first renewal falls at a random point of the period's second half (renewing early is
+    // always safe): runs that started together, as a burst of calls does, would otherwise all
+    // renew in the same instant and queue thousands of writes at once, each waiting with its
+    // query's future (issue 31).
+    let first = period.mul_f64(rand::random_range(0.5..1.0));
+    let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + first, period);
     loop {
         tokio::select! {
             done = &mut work => return Ok(Some(done?)),
