@@ -269,11 +269,11 @@ async fn holding_lease<T>(
     tokio::pin!(work);
     let _live = crate::in_flight::LiveRun::enter(owner);
     let period = calls::LEASE_RENEW_EVERY;
-    // The first renewal falls at a random point of the period's second half (renewing early is
-    // always safe): runs that started together, as a burst of calls does, would otherwise all
-    // renew in the same instant and queue thousands of writes at once, each waiting with its
-    // query's future (issue 31).
-    let first = period.mul_f64(rand::random_range(0.5..1.0));
+    // The first renewal falls anywhere within a quarter period of the period (6¼ s at most,
+    // far inside the 30 s lease; the same renewals a run on average): runs that started
+    // together, as a burst of calls does, would otherwise all renew in the same instant and
+    // queue thousands of writes at once, each waiting with its query's future (issue 31).
+    let first = period.mul_f64(rand::random_range(0.75..1.25));
     let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + first, period);
     loop {
         tokio::select! {
