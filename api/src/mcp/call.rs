@@ -157,6 +157,9 @@ async fn coach(
     let request: CoachingRequest =
         requests::parse(body).map_err(|v| ApiError::Validation(vec![v]))?;
     let product = CoachingCall::new(coach, mode, &request).map_err(ApiError::internal)?;
+    // As the HTTP route: the product holds the request; the typed copy is not held through the
+    // wait on the work.
+    drop(request);
     Ok(pay::buy(state, tool, &product, payment, steering.key).await)
 }
 

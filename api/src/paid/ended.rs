@@ -33,32 +33,51 @@ pub struct Delivery {
 /// Seconds a 409 or 504 asks the client to wait before retrying.
 const RETRY_AFTER_S: u64 = 2;
 
+/// What a purchase's ending reads of its call: which call, and its receipt. The gate holds this
+/// through the wait, not the call's row, whose stored request is the caller's whole body again
+/// (issue 31: memory per call in flight).
+pub(super) struct CallRef {
+    pub(super) id: uuid::Uuid,
+    receipt_id: String,
+    created_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl From<call::Model> for CallRef {
+    fn from(call: call::Model) -> Self {
+        Self {
+            id: call.id,
+            receipt_id: call.receipt_id,
+            created_at: call.created_at,
+        }
+    }
+}
+
 /// How a purchase ended, on the call the gate holds.
 pub(super) enum Ended {
     /// Work done: fresh for this request, or a stored result answering a repeat. `transaction`
     /// when this request's own settlement named it.
     Done {
-        call: call::Model,
+        call: CallRef,
         replay: bool,
         transaction: Option<String>,
         /// The stored result, when the wait already read it.
         result: Option<Box<result::Model>>,
     },
     /// Paid for, and the work failed (the identical retry re-runs it free).
-    Failed(call::Model, String),
+    Failed(CallRef, String),
     /// The deadline passed while the work was queued or running.
-    StillRunning(call::Model),
+    StillRunning(CallRef),
     /// A repeat whose original is still running past the deadline.
     InProgress,
     /// The settlement was refused: the code to answer with.
     Unpaid(String),
     /// The settlement's outcome is still unknown at the deadline: not a 402, the receipt to poll.
-    SettlementPending(call::Model),
+    SettlementPending(CallRef),
 }
 
 impl Ended {
     pub(super) fn new(
-        call: call::Model,
+        call: CallRef,
         waited: Outcome,
         repeat: bool,
         transaction: Option<String>,
@@ -88,7 +107,7 @@ pub(super) async fn deliver(
     ended: Ended,
 ) -> Result<Delivery, ApiError> {
     let mode = mode.map(|m| m.as_str());
-    let receipt_of = |call: &call::Model| receipt::json(&call.receipt_id, call.created_at);
+    let receipt_of = |call: &CallRef| receipt::json(&call.receipt_id, call.created_at);
     let (call, replay, transaction, result) = match ended {
         Ended::Done {
             call,

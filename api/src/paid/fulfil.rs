@@ -4,7 +4,7 @@
 //! settles anything.
 
 use super::{
-    ended::Ended,
+    ended::{CallRef, Ended},
     ledger,
     product::Product,
     push,
@@ -96,8 +96,12 @@ pub(super) async fn repeat(
                 tracing::info!(%call_id, "re-running a failed paid call for free");
                 after_settled(state, product, &call, None).await?;
             }
-            wait::until_final(&state.db, &state.completions, call_id, deadline).await?
+            // The wait holds only what the ending reads of the call, not its stored request.
+            let call = CallRef::from(call);
+            let waited =
+                wait::until_final(&state.db, &state.completions, call_id, deadline).await?;
+            return Ok(Ended::new(call, waited, true, None));
         }
     };
-    Ok(Ended::new(call, waited, true, None))
+    Ok(Ended::new(call.into(), waited, true, None))
 }

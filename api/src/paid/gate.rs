@@ -7,7 +7,7 @@
 
 use super::{
     admission::Settling,
-    ended::{self, Delivery, Ended},
+    ended::{self, CallRef, Delivery, Ended},
     fulfil, health,
     idempotency::{self, Scope},
     ledger::{self, Claim, NewCall, NewPayment, Recorded},
@@ -318,6 +318,8 @@ async fn settle_and_wait(
     }
     // Pushed (or not to be): the queue counts it now.
     drop(settling);
+    // The row's stored request is not read again: the wait holds only the call's receipt.
+    let call = CallRef::from(call);
     let enqueued = Instant::now();
     // A call just pushed is not final yet: the first look waits for the worker's wake-up.
     let waited = wait::until_final_with(&state.db, waiter, call.id, deadline, !pushed).await?;

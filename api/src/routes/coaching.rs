@@ -40,5 +40,8 @@ pub(super) async fn call(
     }
     CoachingCall::on_sale(&state)?;
     let product = CoachingCall::new(coach, mode, &request).map_err(ApiError::internal)?;
+    // The product holds the request as the call stores it; the typed copy would otherwise be
+    // held through the whole wait on the work (issue 31).
+    drop(request);
     paid::http::serve(&state, parts, key, &product).await
 }
