@@ -68,7 +68,11 @@ async fn paid_call(db: &DatabaseConnection, coach: &str, mode: &str) -> call::Mo
 impl Rig {
     async fn answer(&self, coach: &str, mode: &str) -> (call::Model, Outcome) {
         let call = paid_call(&self.db, coach, mode).await;
-        let outcome = self.engine.answer(&self.db, &call).await.expect("db");
+        let outcome = self
+            .engine
+            .answer(&self.db, &call, call.request.clone())
+            .await
+            .expect("db");
         (call, outcome)
     }
 }
@@ -261,7 +265,11 @@ async fn a_replayed_run_takes_the_same_path_without_paying_again() {
         attempts: 2,
         ..call
     };
-    let outcome = rig.engine.answer(&rig.db, &call).await.unwrap();
+    let outcome = rig
+        .engine
+        .answer(&rig.db, &call, call.request.clone())
+        .await
+        .unwrap();
 
     let (_, usage, model_calls) = completed(outcome);
     assert_eq!(
@@ -318,7 +326,11 @@ async fn a_stored_body_that_does_not_read_back_fails_the_call_without_asking_the
     let rig = rig(Duration::from_secs(20)).await;
     let mut call = paid_call(&rig.db, "mary", "diagnose_growth").await;
     call.request["messages"][0]["role"] = json!("system");
-    let outcome = rig.engine.answer(&rig.db, &call).await.expect("db");
+    let outcome = rig
+        .engine
+        .answer(&rig.db, &call, call.request.clone())
+        .await
+        .expect("db");
     let reason = failed(outcome);
     assert!(
         reason.starts_with("call record's request does not read back"),

@@ -142,7 +142,7 @@ pub async fn run_coaching(mut job: CoachingJob, deps: Arc<Deps>) -> Result<(), J
             }
         }
     };
-    Box::pin(run_started(&deps, &call, runner)).await
+    Box::pin(run_started(&deps, *call, runner)).await
 }
 
 /// A run the api started for this process in the transaction that recorded the settlement
@@ -159,7 +159,7 @@ async fn run_pre_started(deps: &Deps, started: Started) -> Result<(), JobError> 
         );
         return Ok(());
     }
-    run_started(deps, &call, runner).await
+    run_started(deps, Arc::unwrap_or_clone(call), runner).await
 }
 
 /// Starts a run of the call: `pending → running`, or a takeover when the run holding it lapsed
@@ -186,11 +186,19 @@ pub async fn begin(deps: &Deps, call_id: Uuid, runner: Runner) -> Result<Start, 
 
 /// Does the work of a run that holds the call's lease, and stores its outcome (only while it
 /// still holds the lease: a run that was taken over leaves the call to the run that took it).
-pub async fn run_started(deps: &Deps, call: &call::Model, runner: Runner) -> Result<(), JobError> {
+pub async fn run_started(
+    deps: &Deps,
+    mut call: call::Model,
+    runner: Runner,
+) -> Result<(), JobError> {
     let began = tokio::time::Instant::now();
+    // The engine reads the stored request into its typed form and drops it: the row's copy is
+    // not held through the wait on the model (issue 31).
+    let stored = std::mem::take(&mut call.request);
+    let call = &call;
     let answer = async {
         match &deps.engine {
-            Some(engine) => engine.answer(&deps.db, call).await,
+            Some(engine) => engine.answer(&deps.db, call, stored).await,
             None => Ok(Outcome::Failed {
                 reason: "no model provider configured".into(),
             }),
@@ -301,6 +309,10 @@ mod tests {
         std::mem::size_of::<F>()
     }
 
+    fn size4<A, B, C, D, F: Future>(_: impl FnOnce(A, B, C, D) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
     /// A coaching job waiting on the model holds the job's future (`run_coaching`, and the
     /// queue's `coaching_job` around it) and the started run's (`run_started`, the model's
     /// answer inside it, `Engine::answer`); every phase before and after the wait has a box of its own, freed when
@@ -311,7 +323,7 @@ mod tests {
         let job = size2(coaching_job);
         let coaching = size2(run_coaching);
         let started = size3(run_started);
-        let answer = size3(crate::coaching::Engine::answer);
+        let answer = size4(crate::coaching::Engine::answer);
         println!(
             "coaching_job {job} B, run_coaching {coaching} B, run_started {started} B, answer {answer} B"
         );
@@ -323,6 +335,10 @@ mod tests {
         assert!(
             started <= 6 * 1024,
             "run_started's future is {started} bytes"
+        );
+        assert!(
+            answer <= 3 * 1024,
+            "Engine::answer's future is {answer} bytes"
         );
     }
 }

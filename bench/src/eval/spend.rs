@@ -110,7 +110,7 @@ impl Rig {
         let call = paid_call(&self.db, coach, mode, request).await?;
         let outcome = self
             .engine
-            .answer(&self.db, &call)
+            .answer(&self.db, &call, call.request.clone())
             .await
             .map_err(|e| format!("engine: {e}"))?;
         Ok(Spent {

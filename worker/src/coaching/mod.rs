@@ -21,7 +21,7 @@ use grove_common::{
     },
     health::{self, Gates, ProviderId, reasons},
     receipt,
-    requests::{self, CoachingRequest},
+    requests::CoachingRequest,
     schema::SchemaRegistry,
 };
 use judge::{Judge, Verdict};
@@ -126,10 +126,13 @@ impl Engine {
         Instant::now() + granted
     }
 
+    /// Answers `call`, whose stored request (`calls.request`) the caller hands over apart from
+    /// the row: it is read into its typed form here and not kept.
     pub async fn answer(
         &self,
         db: &DatabaseConnection,
         call: &call::Model,
+        stored: serde_json::Value,
     ) -> Result<Outcome, DbErr> {
         let deadline = self.deadline_for(call);
         // The call's coach and mode are typed where the row is read (`calls.agent`, `calls.mode`).
@@ -140,7 +143,7 @@ impl Engine {
         };
         let (coach, mode) = (catalog::coach(coach), catalog::mode(mode));
         // The API stored the typed body; it is read back once, and travels typed from here.
-        let request: CoachingRequest = match requests::from_stored(&call.request) {
+        let request: CoachingRequest = match serde_json::from_value(stored) {
             Ok(r) => r,
             Err(e) => {
                 return Ok(Outcome::Failed {

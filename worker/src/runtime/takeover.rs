@@ -125,7 +125,7 @@ pub async fn pass(deps: &Arc<Deps>, seen: &mut Seen) -> Result<usize, DbErr> {
         tokio::spawn(
             async move {
                 let _guard = guard;
-                if let Err(e) = run_started(&deps, &call, runner).await {
+                if let Err(e) = run_started(&deps, *call, runner).await {
                     tracing::warn!(error = %e, "taken-over run failed; the call stays leased until it lapses");
                 }
             }
