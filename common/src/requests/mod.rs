@@ -34,7 +34,12 @@ pub fn parse<T: DeserializeOwned>(body: Value) -> Result<T, Violation> {
     serde_json::from_value(body).map_err(|e| Violation::new("", e.to_string()))
 }
 
-/// The type read back from a stored call's `request` column (written from the same type).
-pub fn from_stored<T: DeserializeOwned>(stored: &Value) -> Result<T, serde_json::Error> {
+/// The type read back from a stored call's `request` column (written from the same type). Given
+/// the `Value` itself rather than a reference, its strings move into the type uncopied.
+pub fn from_stored<'de, T, D>(stored: D) -> Result<T, serde_json::Error>
+where
+    T: DeserializeOwned,
+    D: serde::Deserializer<'de, Error = serde_json::Error>,
+{
     T::deserialize(stored)
 }

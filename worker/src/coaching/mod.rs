@@ -21,7 +21,7 @@ use grove_common::{
     },
     health::{self, Gates, ProviderId, reasons},
     receipt,
-    requests::CoachingRequest,
+    requests::{self, CoachingRequest},
     schema::SchemaRegistry,
 };
 use judge::{Judge, Verdict};
@@ -143,7 +143,7 @@ impl Engine {
         };
         let (coach, mode) = (catalog::coach(coach), catalog::mode(mode));
         // The API stored the typed body; it is read back once, and travels typed from here.
-        let request: CoachingRequest = match serde_json::from_value(stored) {
+        let request: CoachingRequest = match requests::from_stored(stored) {
             Ok(r) => r,
             Err(e) => {
                 return Ok(Outcome::Failed {

@@ -38,7 +38,7 @@ impl Tracing for Asked {
 }
 
 fn request() -> CoachingRequest {
-    crate::requests::from_stored(&json!({
+    crate::requests::from_stored(json!({
         "mode": "diagnose_growth",
         "messages": [{"role": "user", "content": "60% of our leads come from referrals."}],
     }))
