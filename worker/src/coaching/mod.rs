@@ -153,8 +153,7 @@ impl Engine {
         };
         let request = &request;
         let caller = envelope::Caller::of(mode, request);
-        let (mut system, conversation) =
-            prompts::build(coach, mode, request, &caller.missing, caller.ceiling);
+        let (mut system, conversation) = prompts::build(coach, mode, &caller);
         let mut messages: Vec<ChatMessage> = conversation
             .into_iter()
             .map(|(role, text)| {

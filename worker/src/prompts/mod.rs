@@ -9,7 +9,7 @@
 mod example;
 mod shared;
 
-use crate::envelope::Confidence;
+use crate::envelope::{Caller, Confidence};
 use grove_common::catalog::{self, ByCoach, ByMode, Coach, CoachId, Mode, ModeId};
 use grove_common::requests::{CoachingRequest, Role};
 use std::sync::Arc;
@@ -41,8 +41,8 @@ static MODES: ByMode<&str> = grove_common::modes!(embedded!(ByMode "modes":));
 pub const USER: &str = "user";
 pub const ASSISTANT: &str = "assistant";
 
-/// The system prompt and the conversation for one coaching call. `missing` and `ceiling` come
-/// from [`crate::envelope::missing_recommended`] and [`crate::envelope::confidence_ceiling`].
+/// The system prompt and the conversation for one coaching call, from what the caller gave as
+/// [`Caller`] worked it out once (missing fields, figures, ceiling).
 ///
 /// The conversation always starts and ends with a user turn: Anthropic reads a trailing
 /// assistant turn as a prefill, which structured output refuses.
@@ -51,18 +51,19 @@ pub const ASSISTANT: &str = "assistant";
 pub fn build(
     coach: &Coach,
     mode: &Mode,
-    request: &CoachingRequest,
-    missing: &[&'static str],
-    ceiling: Confidence,
+    caller: &Caller,
 ) -> (Arc<str>, Vec<(&'static str, String)>) {
     let key = Key {
         coach: coach.id,
         mode: mode.id,
-        missing: missing.to_vec(),
-        gave_numbers: crate::envelope::caller_gave_numbers(request),
-        ceiling,
+        missing: caller.missing.clone(),
+        gave_numbers: caller.gave_numbers(),
+        ceiling: caller.ceiling,
     };
-    (shared::SYSTEM.get(key, system), conversation(request))
+    (
+        shared::SYSTEM.get(key, system),
+        conversation(caller.request),
+    )
 }
 
 /// Everything a system prompt is made from: [`system`] reads nothing else, so two calls with

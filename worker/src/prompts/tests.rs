@@ -71,7 +71,7 @@ fn system_prompt_states_caps_missing_fields_and_ceiling_for_every_coach_and_mode
         for (mode, _) in coach.offered_modes() {
             let missing = missing_recommended(mode, &request);
             let ceiling = confidence_ceiling(mode, &request);
-            let (system, _) = build(coach, mode, &request, &missing, ceiling);
+            let (system, _) = build_as(coach, mode, &request, &missing, ceiling);
             let caps = mode.tier.caps();
             for needle in [
                 format!("at most {} characters", caps.reply_max_chars),
@@ -107,7 +107,7 @@ fn full_context_says_so_and_allows_the_callers_figures() {
         "context": {"company": {"what_they_sell": "bookkeeping"}, "metrics": {
             "monthly_revenue_usd": 42000, "leads_per_month": 20, "close_rate_pct": 45}}}),
     );
-    let (system, _) = build(coach, mode, &request, &[], Confidence::High);
+    let (system, _) = build_as(coach, mode, &request, &[], Confidence::High);
     assert!(system.contains("All recommended context fields were given."));
     assert!(system.contains("Confidence ceiling: `high`"));
     assert!(system.contains("use only those"));
@@ -153,7 +153,7 @@ fn a_conversation_opening_or_ending_with_the_assistant_is_wrapped_in_user_turns(
 fn build_default(request: &CoachingRequest) -> (Arc<str>, Vec<(&'static str, String)>) {
     let mode = catalog::mode(ModeId::DiagnoseGrowth);
     let coach = catalog::coach(CoachId::Mary);
-    build(coach, mode, request, &[], Confidence::Medium)
+    build_as(coach, mode, request, &[], Confidence::Medium)
 }
 
 #[test]
@@ -166,7 +166,7 @@ fn print_prompt() {
         "context": {"audience": {"icp": "Adults new to strength training"}}}),
     );
     let missing = missing_recommended(mode, &request);
-    let (system, turns) = build(
+    let (system, turns) = build_as(
         coach,
         mode,
         &request,
@@ -174,6 +174,21 @@ fn print_prompt() {
         confidence_ceiling(mode, &request),
     );
     println!("{system}\n----\n{turns:?}");
+}
+
+/// `build` for `request` with the missing fields and ceiling given, as a call whose `Caller`
+/// worked them out so.
+fn build_as(
+    coach: &Coach,
+    mode: &Mode,
+    request: &CoachingRequest,
+    missing: &[&'static str],
+    ceiling: Confidence,
+) -> (Arc<str>, Vec<(&'static str, String)>) {
+    let mut caller = Caller::of(mode, request);
+    caller.missing = missing.to_vec();
+    caller.ceiling = ceiling;
+    build(coach, mode, &caller)
 }
 
 /// The system prompt of `coach` (or the mode's first coach) in `mode` for a bare request.
@@ -184,7 +199,7 @@ fn system_for(mode: ModeId, coach: Option<CoachId>) -> Arc<str> {
         None => catalog::coaches_offering(mode.id).next().unwrap(),
     };
     let request = typed(json!({"messages": [{"role": "user", "content": "Help."}]}));
-    build(coach, mode, &request, &[], Confidence::Low).0
+    build_as(coach, mode, &request, &[], Confidence::Low).0
 }
 
 #[test]
@@ -340,7 +355,7 @@ fn calls_in_flight_with_the_same_inputs_share_one_system_prompt() {
 
     let mode = catalog::mode(ModeId::DiagnoseGrowth);
     let coach = catalog::coach(CoachId::Mary);
-    let (low, _) = build(coach, mode, &request, &[], Confidence::Low);
+    let (low, _) = build_as(coach, mode, &request, &[], Confidence::Low);
     assert!(low.contains("Confidence ceiling: `low`") && a.contains("`medium`"));
     let bare = typed(json!({"messages": [{"role": "user", "content": "Help."}]}));
     let (no_figures, _) = build_default(&bare);
