@@ -72,3 +72,27 @@ pub async fn insert_request(
     .expect("review row");
     (call_id, review_id)
 }
+
+/// A business time zone in which a text to `phone` may go out now and for the next half hour,
+/// by the service's own quiet-hours rule (the federal window and the states the number could
+/// belong to, holidays included), for tests that run on the real clock. The fixed-offset zones
+/// cover every hour of the day, so one of them is always in daytime.
+pub fn zone_open_now(phone: &str) -> String {
+    use grove_common::review::{Opening, UsPhone, next_opening_all, parse_zone, recipient_states};
+    let phone = UsPhone::parse(phone).expect("a US phone");
+    let states = recipient_states(None, &phone);
+    let now = Utc::now();
+    (-12..=14)
+        .map(|east: i32| match east {
+            // IANA's Etc zones name the offset with the opposite sign (Etc/GMT-9 is UTC+9).
+            0 => "Etc/UTC".to_owned(),
+            e if e > 0 => format!("Etc/GMT-{e}"),
+            e => format!("Etc/GMT+{}", -e),
+        })
+        .find(|name| {
+            let tz = parse_zone(name).expect("an IANA zone");
+            matches!(next_opening_all(now, tz, &states),
+                Opening::Now { closes_at } if closes_at - now >= TimeDelta::minutes(30))
+        })
+        .expect("some offset is inside its sending window now")
+}

@@ -52,23 +52,12 @@ async fn exited(child: &mut Child) -> std::process::ExitStatus {
 
 /// A review request that may be texted now: a business in daytime, a phone of its own.
 fn review_body(i: usize) -> Value {
-    use chrono::Timelike;
-    let utc = i64::from(chrono::Utc::now().hour());
-    let zone = [
-        ("America/New_York", -5),
-        ("America/Los_Angeles", -8),
-        ("Pacific/Honolulu", -10),
-        ("Asia/Tokyo", 9),
-        ("Europe/Berlin", 1),
-    ]
-    .iter()
-    .find(|(_, off)| (11..=17).contains(&(utc + off).rem_euclid(24)))
-    .map_or("America/Chicago", |(z, _)| *z);
+    let phone = format!("+1312{:07}", 3_000_000 + i);
     let mut b = action_body();
-    b["customer"]["phone"] = json!(format!("+1312{:07}", 3_000_000 + i));
+    b["business"]["timezone"] = json!(grove_tests::review::zone_open_now(&phone));
+    b["customer"]["phone"] = json!(phone);
     b["consent"]["captured_at"] =
         json!((chrono::Utc::now() - chrono::Duration::days(30)).to_rfc3339());
-    b["business"]["timezone"] = json!(zone);
     b
 }
 

@@ -140,26 +140,6 @@ pub async fn call_until_done(
     }
 }
 
-/// A business time zone whose local time is mid-day now, so quiet hours defer no text.
-/// (Standard offsets; good enough outside the hour around a DST change.)
-pub fn daytime_zone() -> &'static str {
-    use chrono::Timelike;
-    let utc = chrono::Utc::now().hour() as i64;
-    let zones = [
-        ("America/New_York", -5),
-        ("America/Chicago", -6),
-        ("America/Denver", -7),
-        ("America/Los_Angeles", -8),
-        ("Pacific/Honolulu", -10),
-        ("Asia/Tokyo", 9),
-        ("Europe/Berlin", 1),
-    ];
-    zones
-        .iter()
-        .find(|(_, off)| (11..=17).contains(&(utc + off).rem_euclid(24)))
-        .map_or("America/Chicago", |(z, _)| z)
-}
-
 /// Deterministic pseudo-random numbers for fault scripts (xorshift64).
 pub struct Rng(pub u64);
 

@@ -3,7 +3,7 @@
 
 use crate::{
     Args, CALL_PATH, FACILITATOR_TIMEOUT_S, Fault, REVIEW_PATH, WORKERS,
-    client::{Outcome, Rng, ask_price, call_until_done, daytime_zone},
+    client::{Outcome, Rng, ask_price, call_until_done},
     count::{self, Recorded, Row, review_phone},
     faults::{Targets, inject},
     model::{ModelLog, Proxy, forward},
@@ -158,7 +158,8 @@ pub async fn scenario(args: &Args, name: &str, fault: Fault, bins: &Path, logs: 
     tokio::time::sleep(Duration::from_secs(1)).await;
 
     // Requests: each coaching call carries its index in its message; each review its own phone.
-    let zone = daytime_zone();
+    // Every review phone shares an area code (Illinois), so one zone fits them all.
+    let zone = grove_tests::review::zone_open_now(&review_phone(1));
     let consent_at = (chrono::Utc::now() - chrono::Duration::days(30)).to_rfc3339();
     let call_body = |i: usize| {
         let mut b = caller_body("diagnose_growth");
