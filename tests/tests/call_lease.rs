@@ -89,6 +89,70 @@ async fn a_call_starts_once_and_is_taken_over_only_after_its_lease_lapses() {
     assert_eq!(row.attempts, 2);
 }
 
+/// A process renews all its runs' leases together, a statement per thousand runs: every run
+/// that still holds its call is renewed and named in the answer, past the first thousand too;
+/// a run whose call was taken over, or whose call ended, is not (and its lease is not moved).
+#[tokio::test]
+async fn one_renewal_renews_every_run_that_still_holds_its_call_and_names_no_other() {
+    let (_test_db, db) = TestDb::migrated().await;
+    let mut holding = vec![];
+    let mut calls_held = vec![];
+    for _ in 0..1_005 {
+        let id = insert_call(&db, CallStatus::Pending).await;
+        let run = runner(1);
+        let started = ledger::start_attempt(&db, id, run).await.expect("start");
+        assert!(matches!(started, Start::Started(_)));
+        holding.push(run.run);
+        calls_held.push(id);
+    }
+    // One run taken over (its lease lapsed), one whose call ended.
+    let (taken, taken_call) = (holding[3], calls_held[3]);
+    lapse_lease(&db, taken_call).await;
+    let taker = runner(2);
+    assert!(matches!(
+        ledger::start_attempt(&db, taken_call, taker)
+            .await
+            .expect("take over"),
+        Start::Started(_)
+    ));
+    let (ended, ended_call) = (holding[1_002], calls_held[1_002]);
+    assert!(
+        ledger::fail(&db, ended_call, Finisher::Run(ended), "ended")
+            .await
+            .expect("fail")
+    );
+    let before = chrono::Utc::now();
+    lapse_lease(&db, calls_held[1_004]).await;
+
+    let mut asked = holding.clone();
+    asked.push(Uuid::now_v7()); // a run that never held anything
+    let renewed = calls::renew_leases(&db, &asked).await.expect("renew");
+    let expected: std::collections::HashSet<Uuid> = holding
+        .iter()
+        .copied()
+        .filter(|r| *r != taken && *r != ended)
+        .collect();
+    assert_eq!(renewed, expected);
+    let lease_of = async |id| calls::holder(&db, id).await.expect("holder").expect("row");
+    let last = lease_of(calls_held[1_004]).await;
+    assert!(
+        last.lease_until.expect("lease") > before + chrono::TimeDelta::seconds(25),
+        "the lapsed lease of a run past the first thousand was renewed: {last:?}"
+    );
+    let took = lease_of(taken_call).await;
+    assert_eq!(
+        took.lease_owner,
+        Some(taker.run.to_string()),
+        "the taker keeps it"
+    );
+    assert!(
+        !calls::renew_lease(&db, taken_call, taken)
+            .await
+            .expect("renew"),
+        "one run's renewal agrees"
+    );
+}
+
 /// A run's lease ends with its process, not with a clock: while the process holding it lives,
 /// others are refused; the moment it is gone (its liveness lock released, as a SIGKILL does),
 /// one other run takes the call over, long before the time lease would lapse. The run that was

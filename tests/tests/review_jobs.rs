@@ -100,6 +100,7 @@ async fn rig() -> Rig {
         liveness,
         concurrency: grove_common::config::DEFAULT_WORKER_CONCURRENCY,
         load: Default::default(),
+        leases: Default::default(),
     };
     Rig {
         deps: Arc::new(deps),

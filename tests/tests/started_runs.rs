@@ -18,7 +18,12 @@ use grove_common::{
     queue::JobQueue,
     schema::SchemaRegistry,
 };
-use grove_tests::{TestDb, db::insert_call, llm::FakeLlm};
+use grove_tests::{
+    TestDb,
+    db::insert_call,
+    llm::{FakeLlm, Reply},
+    wait_until,
+};
 use grove_worker::{
     coaching::Engine,
     jobs::{Deps, run_coaching},
@@ -58,6 +63,7 @@ async fn worker(test_db: &TestDb, db: &DatabaseConnection) -> Rig {
         liveness,
         concurrency: grove_common::config::DEFAULT_WORKER_CONCURRENCY,
         load: Default::default(),
+        leases: Default::default(),
     });
     Rig { deps, llm }
 }
@@ -207,4 +213,52 @@ async fn a_started_job_that_waited_leaves_a_call_another_run_took() {
         .expect("holder")
         .expect("lease");
     assert_eq!(holder.lease_owner, Some(taker.run.to_string()));
+}
+
+/// A run that loses its lease while it waits on the model (the call was taken over after this
+/// run's process looked stalled) stops at the process's next renewal, without waiting for the
+/// model's answer, and stores nothing over the run that took the call.
+#[tokio::test]
+async fn a_run_whose_lease_is_taken_while_it_waits_on_the_model_stops() {
+    let (test_db, db) = TestDb::migrated().await;
+    let Rig { deps, llm } = worker(&test_db, &db).await;
+    llm.script(vec![Reply::Held]);
+    let (id, runner, started) = started_here(&db, &deps).await;
+    let run = tokio::spawn(run_coaching(
+        job(runner, started, Instant::now()),
+        Arc::clone(&deps),
+    ));
+    wait_until("the model is asked", async || llm.received() == 1).await;
+
+    let from = Holder {
+        lease_owner: Some(runner.run.to_string()),
+        lease_process: Some(runner.process),
+        lease_until: None,
+    };
+    let taker = new_runner(runner.process);
+    assert!(matches!(
+        ledger::take_over(&db, id, &from, taker)
+            .await
+            .expect("take over"),
+        ledger::Start::Started(_)
+    ));
+    // The bound turns a run that kept waiting into a failure: the model never answers.
+    timeout(calls::LEASE_RENEW_EVERY * 3, run)
+        .await
+        .expect("the run stops once a renewal finds its lease gone")
+        .expect("the job's task")
+        .expect("the job");
+    assert_eq!(llm.completed(), 0, "it stopped before any answer");
+    let row = load(&db, id).await;
+    assert_eq!(
+        (row.status, row.attempts, row.error),
+        (CallStatus::Running, 2, None),
+        "the call is the taker's"
+    );
+    let holder = calls::holder(&db, id)
+        .await
+        .expect("holder")
+        .expect("lease");
+    assert_eq!(holder.lease_owner, Some(taker.run.to_string()));
+    llm.release();
 }

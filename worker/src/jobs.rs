@@ -48,6 +48,8 @@ pub struct Deps {
     /// This process's coaching load (jobs held, runs finished and their times), which
     /// admission before payment reads (`grove_common::load`).
     pub load: Arc<Meter>,
+    /// The leases of this process's runs, renewed together (`crate::leases`).
+    pub leases: Arc<crate::leases::Leases>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -204,7 +206,7 @@ pub async fn run_started(
             }),
         }
     };
-    let Some(outcome) = holding_lease(deps, call.id, runner.run, answer).await? else {
+    let Some(outcome) = holding_lease(deps, runner.run, answer).await? else {
         tracing::warn!("the call's lease was taken over mid-run; stopping");
         return Ok(());
     };
@@ -266,34 +268,20 @@ fn lease_lost() -> Result<(), JobError> {
     Ok(())
 }
 
-/// Runs `work` while renewing the call's lease; None when the lease was lost (another run took
-/// the call over after this one stalled), in which case the work is abandoned.
+/// Runs `work` while this process's renewer keeps the call's lease; None when the lease was
+/// lost (another run took the call over after this one stalled), in which case the work is
+/// abandoned.
 async fn holding_lease<T>(
     deps: &Deps,
-    call_id: Uuid,
     owner: Uuid,
     work: impl Future<Output = Result<T, sea_orm::DbErr>>,
 ) -> Result<Option<T>, JobError> {
     tokio::pin!(work);
     let _live = crate::in_flight::LiveRun::enter(owner);
-    let period = calls::LEASE_RENEW_EVERY;
-    // The first renewal falls anywhere within a quarter period of the period (6¼ s at most,
-    // far inside the 30 s lease; the same renewals a run on average): runs that started
-    // together, as a burst of calls does, would otherwise all renew in the same instant and
-    // queue thousands of writes at once, each waiting with its query's future (issue 31).
-    let first = period.mul_f64(rand::random_range(0.75..1.25));
-    let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + first, period);
-    loop {
-        tokio::select! {
-            done = &mut work => return Ok(Some(done?)),
-            // Boxed, and only while renewing: held inline, the query's future would be part of
-            // every waiting run's (issue 31).
-            _ = renew.tick() => match Box::pin(calls::renew_lease(&deps.db, call_id, owner)).await {
-                Ok(true) => {}
-                Ok(false) => return Ok(None),
-                Err(e) => tracing::warn!(error = %e, "could not renew the call's lease"),
-            },
-        }
+    let held = deps.leases.hold(&deps.db, owner);
+    tokio::select! {
+        done = &mut work => Ok(Some(done?)),
+        () = held.lost() => Ok(None),
     }
 }
 

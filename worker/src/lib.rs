@@ -7,6 +7,7 @@ pub mod envelope;
 pub mod health;
 pub mod in_flight;
 pub mod jobs;
+pub mod leases;
 pub mod llm;
 pub mod log_text;
 pub mod prompts;
@@ -131,6 +132,7 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
         liveness,
         concurrency: config.worker_concurrency,
         load,
+        leases: Arc::default(),
     })
 }
 

@@ -14,7 +14,7 @@ use uuid::Uuid;
 mod lease;
 pub use lease::{
     Finisher, Holder, LEASE, LEASE_RENEW_EVERY, Runner, Running, adopt, holder, renew_lease,
-    running_elsewhere,
+    renew_leases, running_elsewhere,
 };
 pub(crate) use lease::{lease_owner, lease_process, lease_until};
 

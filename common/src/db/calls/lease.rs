@@ -9,9 +9,10 @@ use crate::ledger::status::{CallKind, CallStatus};
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, ExprTrait,
-    FromQueryResult, QueryFilter, QuerySelect,
-    sea_query::{Alias, Expr},
+    FromQueryResult, QueryFilter, QuerySelect, QueryTrait,
+    sea_query::{Alias, Expr, Query},
 };
+use std::collections::HashSet;
 use uuid::Uuid;
 
 /// How long a started run holds its call without renewing: the fallback for a process that is
@@ -113,6 +114,36 @@ pub async fn renew_lease(db: &DatabaseConnection, id: Uuid, owner: Uuid) -> Resu
         .exec(db)
         .await?;
     Ok(updated.rows_affected == 1)
+}
+
+/// How many runs one renewal statement names: far below every backend's limit on bound values
+/// (SQLite 32,766, PostgreSQL 65,535), and small enough that one statement is brief.
+const RENEW_CHUNK: usize = 1000;
+
+/// Renews the lease of every run in `runs` that still holds its running call, a statement per
+/// thousand runs: a process renews all its runs at once instead of each run on its own timer,
+/// which at thousands of calls in flight was thousands of writes a second (issue 31). Returns
+/// the runs renewed; a run missing from the answer no longer holds its call (taken over, or
+/// the call ended), which is what `renew_lease` answers false for one run.
+pub async fn renew_leases(db: &DatabaseConnection, runs: &[Uuid]) -> Result<HashSet<Uuid>, DbErr> {
+    let until = clock::wall() + LEASE;
+    let mut renewed = HashSet::with_capacity(runs.len());
+    for chunk in runs.chunks(RENEW_CHUNK) {
+        let mut update = call::Entity::update_many()
+            .col_expr(lease_until(), Expr::value(until))
+            .filter(call::Column::Status.eq(CallStatus::Running))
+            .filter(Expr::col(lease_owner()).is_in(chunk.iter().map(Uuid::to_string)))
+            .into_query();
+        // Only the owner back, not the rows: the answer is read for which runs still hold.
+        update.returning(Query::returning().column(lease_owner()));
+        for row in db.query_all(&update).await? {
+            let owner: String = row.try_get("", "lease_owner")?;
+            if let Ok(run) = owner.parse() {
+                renewed.insert(run);
+            }
+        }
+    }
+    Ok(renewed)
 }
 
 /// Moves the calls held by `runs` (the runs alive in this process) to `process`, the liveness
