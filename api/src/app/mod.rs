@@ -4,6 +4,7 @@
 //! assembles state and layers; `run_until` serves until the shutdown future resolves.
 
 mod foundation;
+mod serve;
 
 pub use foundation::{BackEnd, Foundation};
 
@@ -30,12 +31,7 @@ use grove_common::{
     sandbox,
     x402::headers,
 };
-use std::{
-    future::{Future, IntoFuture},
-    io,
-    net::SocketAddr,
-    sync::Arc,
-};
+use std::{future::Future, io, net::SocketAddr, sync::Arc};
 use tokio::{net::TcpListener, sync::watch};
 use tower_http::{
     catch_panic::CatchPanicLayer,
@@ -229,12 +225,8 @@ impl Application {
         let stopped = |mut rx: watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|stop| *stop).await;
         };
-        // The peer's address reaches the rate limits (`crate::limits`).
-        let service = self
-            .router
-            .into_make_service_with_connect_info::<SocketAddr>();
-        let public = axum::serve(self.listener, service)
-            .with_graceful_shutdown(stopped(stop_serving.clone()));
+        // The peer's address reaches the rate limits (`crate::limits`) as `ConnectInfo`.
+        let public = serve::public(self.listener, self.router, stopped(stop_serving.clone()));
         let admin = async {
             match self.admin {
                 Some(admin) => {
@@ -245,7 +237,7 @@ impl Application {
                 None => Ok(()),
             }
         };
-        let served = async { tokio::try_join!(signal, public.into_future(), admin).map(|_| ()) };
+        let served = async { tokio::try_join!(signal, public, admin).map(|_| ()) };
         let lost = async {
             match &self.liveness {
                 Some(l) => l.lost().await,
