@@ -94,6 +94,24 @@ async fn started_here(db: &DatabaseConnection, deps: &Deps) -> (Uuid, Runner, ca
     (id, runner, started)
 }
 
+/// Another run of the same process takes the call over from `runner`, as the recovery sweep's
+/// redelivery does after the run looked stalled; the run that took it.
+async fn take_over(db: &DatabaseConnection, id: Uuid, runner: Runner) -> Runner {
+    let from = Holder {
+        lease_owner: Some(runner.run.to_string()),
+        lease_process: Some(runner.process),
+        lease_until: None,
+    };
+    let taker = new_runner(runner.process);
+    assert!(matches!(
+        ledger::take_over(db, id, &from, taker)
+            .await
+            .expect("take over"),
+        ledger::Start::Started(_)
+    ));
+    taker
+}
+
 fn job(runner: Runner, call: call::Model, at: Instant) -> CoachingJob {
     CoachingJob {
         started: Some(Started {
@@ -186,18 +204,7 @@ async fn a_started_job_that_waited_leaves_a_call_another_run_took() {
     let Rig { deps, llm } = worker(&test_db, &db).await;
     let (id, runner, started) = started_here(&db, &deps).await;
     // While the job waited, the recovery sweep's redelivery took the call over.
-    let from = Holder {
-        lease_owner: Some(runner.run.to_string()),
-        lease_process: Some(runner.process),
-        lease_until: None,
-    };
-    let taker = new_runner(runner.process);
-    assert!(matches!(
-        ledger::take_over(&db, id, &from, taker)
-            .await
-            .expect("take over"),
-        ledger::Start::Started(_)
-    ));
+    let taker = take_over(&db, id, runner).await;
 
     let queued_since = Instant::now() - calls::LEASE_RENEW_EVERY * 2;
     work(job(runner, started, queued_since), &deps).await;
@@ -230,18 +237,7 @@ async fn a_run_whose_lease_is_taken_while_it_waits_on_the_model_stops() {
     ));
     wait_until("the model is asked", async || llm.received() == 1).await;
 
-    let from = Holder {
-        lease_owner: Some(runner.run.to_string()),
-        lease_process: Some(runner.process),
-        lease_until: None,
-    };
-    let taker = new_runner(runner.process);
-    assert!(matches!(
-        ledger::take_over(&db, id, &from, taker)
-            .await
-            .expect("take over"),
-        ledger::Start::Started(_)
-    ));
+    let taker = take_over(&db, id, runner).await;
     // The bound turns a run that kept waiting into a failure: the model never answers.
     timeout(calls::LEASE_RENEW_EVERY * 3, run)
         .await
