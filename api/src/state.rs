@@ -47,7 +47,7 @@ pub struct Inner {
     pub push_retries: crate::paid::retries::Retries,
     /// The in-process worker's liveness key (None when `worker` processes run the jobs): a
     /// settled coaching call's run starts in the transaction that records the settlement,
-    /// leased to that worker (`ledger::record_outcome_starting`).
+    /// leased to that worker (`ledger::record_paid_outcome`).
     pub worker_process: Option<i64>,
     /// The providers' health gates, as this process last read them: a product whose provider's
     /// gate is open answers 503 instead of a price (`paid::health`).

@@ -9,6 +9,7 @@
 //! lives exactly as long as the process.
 
 use grove_tests::{
+    facilitator::SettleScript,
     free_port,
     llm::Reply,
     paid::{Options, PaidApp, spawn_paid},
@@ -274,6 +275,55 @@ async fn while_the_database_is_down_a_paid_call_gets_503_with_retry_after_before
     let r = paid.send_paid(PATH, &body, &payment, None).await;
     assert_eq!(r.status(), 200);
     assert_eq!(paid.facilitator.transfers(), 1);
+}
+
+/// The money moves, and the database goes away for longer than the pool waits before its outcome
+/// is written: the paid request waits for the database (up to `outage::RIDE_OUT`) rather than
+/// answering 503, so the caller gets what it paid for on its first try, with one transfer and
+/// one model call.
+#[tokio::test]
+async fn a_settlement_answered_while_the_database_is_down_is_recorded_once_it_is_back() {
+    if !postgres_only() {
+        return;
+    }
+    let pg = PrivatePostgres::start();
+    let paid = rig(&pg, 60).await;
+    let workers = Workers::start(&paid, 1, &[]);
+    let http = grove_common::http_client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let health = workers.0[0].1.clone();
+    wait_until("the worker", async || worker_ready(&http, &health).await).await;
+    let body = new_question();
+    let payment = paid.payment_for(PATH, &body, PayOptions::default()).await;
+    // The facilitator moves the money at once and holds its answer while the database stops.
+    paid.facilitator
+        .script_next(SettleScript::Slow(Duration::from_secs(3)));
+    let call = paid.spawn_paid_call(PATH, &body, &payment);
+    wait_until("the settlement to reach the facilitator", async || {
+        paid.facilitator.settle_calls() == 1
+    })
+    .await;
+    pg.down();
+    wait_until("the settlement's answer", async || {
+        paid.app
+            .metrics()
+            .await
+            .contains("grove_settlements_total{result=\"settled\"} 1")
+    })
+    .await;
+    assert_eq!(paid.facilitator.transfers(), 1);
+    // The outage outlasts the pool's own patience (sqlx waits up to 10 s for a connection):
+    // its length is the fault staged here, not a wait for something to happen.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert!(!call.is_finished(), "answered while the database was down");
+    pg.up();
+    let r = call.await.expect("task").expect("answered");
+    assert_eq!(r.status(), 200, "{:?}", r.text().await);
+    assert_eq!(paid.facilitator.transfers(), 1);
+    assert_eq!(paid.facilitator.settle_calls(), 1);
+    assert_eq!(paid.llm.received(), 1, "one model call");
 }
 
 #[tokio::test]

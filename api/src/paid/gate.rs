@@ -29,7 +29,10 @@ use crate::{
         smart_wallet::{self, WalletCheckError},
     },
 };
-use grove_common::db::entities::call;
+use grove_common::{
+    db::{calls, entities::call},
+    ledger::CallStatus,
+};
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -278,8 +281,8 @@ async fn settle_and_wait(
     let runner = product.run_with_settlement(state);
     let now = state.clock.wall();
     let span = grove_common::telemetry::db_span(&state.db, "UPDATE", "payments");
-    let Recorded { moved, started } = Box::pin(
-        ledger::record_outcome_starting(&state.db, call.id, &outcome, now, runner).instrument(span),
+    let (Recorded { moved, started }, retried) = Box::pin(
+        ledger::record_paid_outcome(&state.db, call.id, &outcome, now, runner).instrument(span),
     )
     .await?;
     let mut transaction = None;
@@ -307,6 +310,19 @@ async fn settle_and_wait(
         } if moved => {
             transaction = Some(tx.clone());
             pushed = Box::pin(fulfil::after_settled(state, product, &call, started)).await?;
+        }
+        // Not moved, after an attempt whose answer was lost: that attempt may have been the
+        // write. A call still `pending` has its job pushed here (an extra push of a live job
+        // does no extra work), rather than left to the recovery sweep a deadline later.
+        SettleOutcome::Settled {
+            transaction: tx, ..
+        } if retried => {
+            if let Some(stored) = Box::pin(calls::load(&state.db, call.id)).await?
+                && stored.status == CallStatus::Pending
+            {
+                transaction = Some(tx.clone());
+                pushed = Box::pin(fulfil::after_settled(state, product, &stored, None)).await?;
+            }
         }
         SettleOutcome::Settled { .. } => {}
         SettleOutcome::Unknown { reason, .. } => {
