@@ -14,3 +14,14 @@ pub mod profile;
 #[cfg(not(feature = "heap-profile"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Settings added to the service's for an experiment: `GROVE_BENCH_ENV="DATABASE_POOL_SIZE=4
+/// MALLOC_ARENA_MAX=2"` (`--bin paid`, `--bin inflight`). Pairs without `=` are skipped.
+pub fn experiment_env() -> Vec<(String, String)> {
+    std::env::var("GROVE_BENCH_ENV")
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}

@@ -20,7 +20,8 @@
 //!
 //! `cargo build --release -p grove-api -p grove-worker && ulimit -n 65536 &&
 //!  cargo run --release -p grove-bench --bin inflight -- [calls] [model_s] [overload_jobs] [overload_s] [only] [llm_http2]`
-//! (`only`: `embedded` or `postgres`, or `all`.)
+//! (`only`: `embedded` or `postgres`, or `all`; `GROVE_BENCH_ENV` adds settings to the
+//! service's, `grove_bench::experiment_env`.)
 
 use futures::future::join_all;
 use grove_bench::paid;
@@ -129,6 +130,7 @@ async fn start(
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
+    env.extend(grove_bench::experiment_env());
     if distributed {
         env.push(("REDIS_URL".into(), "redis://127.0.0.1:6379".into()));
         env.push(("QUEUE_NAMESPACE".into(), namespace));

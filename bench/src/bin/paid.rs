@@ -63,15 +63,8 @@ async fn rig(postgres_and_redis: bool, workers: usize) -> Rig {
     env.insert("LLM_BASE_URL".into(), llm.openai_base());
     env.insert("X402_FACILITATOR_URL".into(), facilitator.url().to_owned());
     env.insert("RUST_LOG".into(), "warn".into());
-    // Experiments: `GROVE_BENCH_ENV="DATABASE_POOL_SIZE=4 …"` adds to the service's settings.
-    for pair in std::env::var("GROVE_BENCH_ENV")
-        .unwrap_or_default()
-        .split_whitespace()
-    {
-        if let Some((k, v)) = pair.split_once('=') {
-            env.insert(k.into(), v.into());
-        }
-    }
+    // Experiments: `GROVE_BENCH_ENV` adds to the service's settings.
+    env.extend(grove_bench::experiment_env());
     let (stop, stopped) = watch::channel(false);
     if postgres_and_redis {
         env.insert("REDIS_URL".into(), REDIS_URL.into());
