@@ -2,6 +2,7 @@
 //! effects are keyed so that at-least-once delivery does them once.
 
 use crate::coaching::{Engine, Outcome};
+use crate::leases::Held;
 use crate::sms::SmsProvider;
 use apalis::prelude::Data;
 use grove_common::{
@@ -206,7 +207,7 @@ pub async fn run_started(
             }),
         }
     };
-    let Some(outcome) = holding_lease(deps, runner.run, answer).await? else {
+    let Some((outcome, _held)) = holding_lease(deps, runner.run, answer).await? else {
         tracing::warn!("the call's lease was taken over mid-run; stopping");
         return Ok(());
     };
@@ -220,8 +221,8 @@ pub async fn run_started(
             answer,
         } => {
             // A database blip (restart, failover) is waited out: the answer is paid for, and a
-            // run that gave up here would make the next one call the model again.
-            let _live = crate::in_flight::LiveRun::enter(runner.run);
+            // run that gave up here would make the next one call the model again. The lease is
+            // still held (`_held`), so a new liveness key after the outage takes this run along.
             let stored = Box::pin(outage::retrying("store the call's result", || {
                 ledger::complete(
                     &deps.db,
@@ -246,7 +247,6 @@ pub async fn run_started(
             deps.completions.completed(call.id, stored).await;
         }
         Outcome::Failed { reason } => {
-            let _live = crate::in_flight::LiveRun::enter(runner.run);
             let failed = Box::pin(outage::retrying("store the call's failure", || {
                 ledger::fail(&deps.db, call.id, by, &reason)
             }))
@@ -270,17 +270,17 @@ fn lease_lost() -> Result<(), JobError> {
 
 /// Runs `work` while this process's renewer keeps the call's lease; None when the lease was
 /// lost (another run took the call over after this one stalled), in which case the work is
-/// abandoned.
+/// abandoned. The hold comes back with the work's answer: the run keeps it while it stores its
+/// outcome.
 async fn holding_lease<T>(
     deps: &Deps,
     owner: Uuid,
     work: impl Future<Output = Result<T, sea_orm::DbErr>>,
-) -> Result<Option<T>, JobError> {
+) -> Result<Option<(T, Held)>, JobError> {
     tokio::pin!(work);
-    let _live = crate::in_flight::LiveRun::enter(owner);
     let held = deps.leases.hold(&deps.db, owner);
     tokio::select! {
-        done = &mut work => Ok(Some(done?)),
+        done = &mut work => Ok(Some((done?, held))),
         () = held.lost() => Ok(None),
     }
 }

@@ -68,6 +68,13 @@ impl Leases {
         self.held().len()
     }
 
+    /// The runs holding a lease now: a run holds it from its start until its outcome is
+    /// stored, so these are the runs that move to this process's new liveness key after a
+    /// database outage (`runtime::database`).
+    pub fn runs(&self) -> Vec<Uuid> {
+        self.held().keys().copied().collect()
+    }
+
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Arc<Notify>>> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -9,7 +9,7 @@
 //! (`DATABASE_RECOVERY_LIMIT_S`) does the process exit non-zero, for its supervisor.
 
 use super::RuntimeError;
-use crate::{in_flight::LiveRun, jobs::Deps};
+use crate::jobs::Deps;
 use grove_common::{
     consumers::ConsumerHandle,
     db::{calls, outage},
@@ -76,7 +76,7 @@ pub(super) async fn keep(
                 }
             }
         };
-        let runs = LiveRun::all();
+        let runs = deps.leases.runs();
         let key = deps.liveness.key();
         match outage::retrying("move this process's runs to its new key", || {
             calls::adopt(&deps.db, &runs, key)
