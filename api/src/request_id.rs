@@ -39,7 +39,17 @@ fn acceptable(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
 }
 
-pub async fn middleware(mut request: Request, next: Next) -> Response {
+pub async fn middleware(request: Request, next: Next) -> Response {
+    traced(request, |request| next.run(request)).await
+}
+
+/// The request's id and span around `inner` (the rest of the stack): the middleware above, and
+/// the public listener's one layer for ids, traces and metrics (`crate::http_metrics`).
+pub async fn traced<F, Fut>(mut request: Request, inner: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: std::future::Future<Output = Response>,
+{
     let id = request
         .headers()
         .get(HEADER)
@@ -73,7 +83,7 @@ pub async fn middleware(mut request: Request, next: Next) -> Response {
     telemetry::continue_trace(&span, parent);
     request.extensions_mut().insert(RequestId(id.clone()));
     let mut response = REQUEST_ID
-        .scope(id.clone(), next.run(request).instrument(span.clone()))
+        .scope(id.clone(), inner(request).instrument(span.clone()))
         .await;
     let status = response.status().as_u16();
     span.record("http.response.status_code", status);

@@ -186,12 +186,12 @@ impl Application {
             .layer(CatchPanicLayer::custom(|_| {
                 ApiError::internal("handler panicked").into_response()
             }))
-            // Outside the rate limits and the panic catcher, so their 429s and 500s count too.
+            // Outside the rate limits and the panic catcher, so their 429s and 500s count too;
+            // the request's id and span around all of it.
             .layer(axum::middleware::from_fn_with_state(
                 state.metrics.clone(),
                 crate::http_metrics::middleware,
-            ))
-            .layer(axum::middleware::from_fn(request_id::middleware));
+            ));
         Ok(Self {
             listener,
             router,
