@@ -61,6 +61,18 @@ impl Workers {
         )
     }
 
+    /// One worker, once its health endpoint says it is ready.
+    async fn one_ready(paid: &PaidApp) -> Self {
+        let workers = Self::start(paid, 1, &[]);
+        let http = grove_common::http_client::builder()
+            .no_proxy()
+            .build()
+            .expect("client");
+        let health = workers.0[0].1.clone();
+        wait_until("the worker", async || worker_ready(&http, &health).await).await;
+        workers
+    }
+
     fn all_running(&mut self) -> bool {
         self.0
             .iter_mut()
@@ -242,13 +254,7 @@ async fn while_the_database_is_down_a_paid_call_gets_503_with_retry_after_before
     }
     let pg = PrivatePostgres::start();
     let paid = rig(&pg, 20).await;
-    let workers = Workers::start(&paid, 1, &[]);
-    let http = grove_common::http_client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
-    let health = workers.0[0].1.clone();
-    wait_until("the worker", async || worker_ready(&http, &health).await).await;
+    let _workers = Workers::one_ready(&paid).await;
     let body = new_question();
     let payment = paid.payment_for(PATH, &body, PayOptions::default()).await;
     pg.down();
@@ -288,13 +294,7 @@ async fn a_settlement_answered_while_the_database_is_down_is_recorded_once_it_is
     }
     let pg = PrivatePostgres::start();
     let paid = rig(&pg, 60).await;
-    let workers = Workers::start(&paid, 1, &[]);
-    let http = grove_common::http_client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
-    let health = workers.0[0].1.clone();
-    wait_until("the worker", async || worker_ready(&http, &health).await).await;
+    let _workers = Workers::one_ready(&paid).await;
     let body = new_question();
     let payment = paid.payment_for(PATH, &body, PayOptions::default()).await;
     // The facilitator moves the money at once and holds its answer while the database stops.
@@ -334,13 +334,7 @@ async fn a_worker_whose_lock_connection_is_cut_takes_a_new_lock_and_keeps_workin
     let pg = PrivatePostgres::start();
     let paid = rig(&pg, 20).await;
     let db_url = paid.env["DATABASE_URL"].clone();
-    let mut workers = Workers::start(&paid, 1, &[]);
-    let http = grove_common::http_client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
-    let health = workers.0[0].1.clone();
-    wait_until("the worker", async || worker_ready(&http, &health).await).await;
+    let mut workers = Workers::one_ready(&paid).await;
     let before = liveness_keys(&db_url).await;
     // The database drops the lock's connection (an operator, a proxy, a network cut).
     let db = grove_common::db::connect_url(&db_url).await.expect("db");
