@@ -6,6 +6,7 @@ use chrono::{DateTime, Duration as Days, TimeZone, Utc};
 use grove_common::clock::Clock;
 use grove_tests::{
     action_body,
+    facilitator::SettleScript,
     paid::{Options, PaidApp, TWILIO_TOKEN, spawn_paid},
     twilio::{InboundSms, Received, StatusCallback, sign_webhook},
     wait_until,
@@ -281,6 +282,52 @@ async fn refusals_come_before_any_payment() {
         "cooldown_active"
     );
     assert_eq!(rig.facilitator.settle_calls(), 1);
+}
+
+/// A refused settlement gives back the cooldown mark its sale took, in the refusal's own write
+/// and once: a later request inside the cooldown is sold, and a mark an earlier sale left stays
+/// (given back twice, the second would drop it).
+#[tokio::test]
+async fn a_refused_settlement_gives_the_phone_mark_back_once() {
+    let rig = rig().await;
+    let cooling = |phone: &str| {
+        let mut b = body_for(&rig, phone);
+        b["min_days_since_last_request"] = json!(30);
+        b
+    };
+    let refuse_next = || {
+        rig.facilitator
+            .script_next(SettleScript::RefuseWith200("insufficient_funds"))
+    };
+    // A phone never sold: the refused sale leaves no mark behind.
+    let fresh = "+13125550160";
+    refuse_next();
+    let r = rig.pay_and_call(PATH, &cooling(fresh), None).await;
+    assert_eq!(r.status(), 402, "the settlement was refused");
+    let r = rig.pay_and_call(PATH, &cooling(fresh), None).await;
+    assert_eq!(r.status(), 200, "the refused sale's mark went back");
+    // A phone sold before: a refused sale over its mark (no cooldown asked) hands that mark back.
+    let sold = "+13125550161";
+    assert_eq!(
+        rig.pay_and_call(PATH, &body_for(&rig, sold), None)
+            .await
+            .status(),
+        200
+    );
+    refuse_next();
+    // Another body (an identical one would replay the first sale's result).
+    let mut over = body_for(&rig, sold);
+    over["customer"]["first_name"] = json!("Sam");
+    let r = rig.pay_and_call(PATH, &over, None).await;
+    assert_eq!(r.status(), 402, "the settlement was refused");
+    let r = rig.app.post_json(PATH, &cooling(sold), &[]).await;
+    assert_eq!(r.status(), 409, "the first sale's mark stands");
+    assert_eq!(
+        r.json::<Value>().await.expect("json")["error"]["code"],
+        "cooldown_active"
+    );
+    assert_eq!(rig.facilitator.transfers(), 2, "two sales moved money");
+    assert_eq!(sent(&rig).len(), 2, "one text per sale");
 }
 
 fn merge(into: &mut Value, patch: &Value) {

@@ -10,7 +10,7 @@ use super::{
     ended::{self, CallRef, Delivery, Ended},
     fulfil, health,
     idempotency::{self, Scope},
-    ledger::{self, Claim, NewCall, NewPayment, Recorded},
+    ledger::{self, Claim, NewCall, NewPayment, PaidRecord},
     product::{NotSold, Product},
     terms::Terms,
     wait,
@@ -29,10 +29,7 @@ use crate::{
         smart_wallet::{self, WalletCheckError},
     },
 };
-use grove_common::{
-    db::{calls, entities::call},
-    ledger::CallStatus,
-};
+use grove_common::db::entities::call;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -281,18 +278,22 @@ async fn settle_and_wait(
     let runner = product.run_with_settlement(state);
     let now = state.clock.wall();
     let span = grove_common::telemetry::db_span(&state.db, "UPDATE", "payments");
-    let (Recorded { moved, started }, retried) = Box::pin(
+    let recorded = Box::pin(
         ledger::record_paid_outcome(&state.db, call.id, &outcome, now, runner).instrument(span),
     )
     .await?;
+    if matches!(recorded, PaidRecord::MaybeMoved) {
+        tracing::warn!(call_id = %call.id, "an outcome write's answer was lost; acting on the outcome as the call now stands");
+    }
     let mut transaction = None;
     let mut pushed = false;
     match &outcome {
         // Decided by another writer first (reconciliation took a stale reservation): this
-        // refusal moved nothing, so it gives nothing back; the call's own outcome is awaited.
-        SettleOutcome::Refused { reason } if !moved => {
+        // refusal moved nothing; the call's own outcome is awaited.
+        SettleOutcome::Refused { reason } if !recorded.acts() => {
             tracing::warn!(call_id = %call.id, %reason, "settlement refused after the call was decided elsewhere");
         }
+        // What the sale took before settlement went back in the refusal's own transaction.
         SettleOutcome::Refused { reason } => {
             if outcome.is_operator_fault() {
                 tracing::error!(call_id = %call.id, %reason,
@@ -300,29 +301,19 @@ async fn settle_and_wait(
             } else {
                 tracing::warn!(call_id = %call.id, %reason, "settlement refused");
             }
-            Box::pin(product.settlement_refused(state, call.id)).await?;
             // Repeats that waited on this settlement get the same answer.
             state.completions.notify(call.id).await;
             return Err(terms.unpaid(&wait::unpaid_code(refusal_error(&outcome))));
         }
         SettleOutcome::Settled {
             transaction: tx, ..
-        } if moved => {
+        } if recorded.acts() => {
             transaction = Some(tx.clone());
+            let started = match recorded {
+                PaidRecord::Moved { started } => started,
+                _ => None,
+            };
             pushed = Box::pin(fulfil::after_settled(state, product, &call, started)).await?;
-        }
-        // Not moved, after an attempt whose answer was lost: that attempt may have been the
-        // write. A call still `pending` has its job pushed here (an extra push of a live job
-        // does no extra work), rather than left to the recovery sweep a deadline later.
-        SettleOutcome::Settled {
-            transaction: tx, ..
-        } if retried => {
-            if let Some(stored) = Box::pin(calls::load(&state.db, call.id)).await?
-                && stored.status == CallStatus::Pending
-            {
-                transaction = Some(tx.clone());
-                pushed = Box::pin(fulfil::after_settled(state, product, &stored, None)).await?;
-            }
         }
         SettleOutcome::Settled { .. } => {}
         SettleOutcome::Unknown { reason, .. } => {

@@ -70,7 +70,8 @@ pub trait Product: Send + Sync {
 
     /// The last check before settlement, once the call is recorded and its payment reserved:
     /// `Some` refuses the sale and nothing is settled (the review request takes its phone's
-    /// cooldown mark here, atomically with a last look at the opt-out list).
+    /// cooldown mark here, atomically with a last look at the opt-out list; a refused
+    /// settlement gives it back in the ledger's own write, `ledger::record`).
     async fn before_settlement(
         &self,
         state: &AppState,
@@ -78,13 +79,6 @@ pub trait Product: Send + Sync {
     ) -> Result<Option<NotSold>, DbErr> {
         let _ = (state, call_id);
         Ok(None)
-    }
-
-    /// The settlement was refused, or proven never to happen: give back what
-    /// `before_settlement` took.
-    async fn settlement_refused(&self, state: &AppState, call_id: Uuid) -> Result<(), DbErr> {
-        let _ = (state, call_id);
-        Ok(())
     }
 
     /// The run to start in the transaction that records the settlement, when this process's

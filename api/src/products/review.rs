@@ -111,10 +111,6 @@ impl Product for ReviewPurchase {
         )
     }
 
-    async fn settlement_refused(&self, state: &AppState, call_id: Uuid) -> Result<(), DbErr> {
-        phone_marks::give_back(&state.db, call_id).await
-    }
-
     /// The tracked request is created (or found, when this runs again), and its first send is
     /// the job.
     async fn after_settled(&self, state: &AppState, call: &call::Model) -> Result<Job, DbErr> {

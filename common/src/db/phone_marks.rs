@@ -5,7 +5,8 @@ use super::{entities::phone_mark, reviews};
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveValue::Set,
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, ExprTrait, QueryFilter, TransactionTrait,
+    ColumnTrait, ConnectionTrait, DbErr, DeleteMany, EntityTrait, ExprTrait, QueryFilter,
+    TransactionTrait, UpdateMany,
     sea_query::{Expr, OnConflict},
 };
 use uuid::Uuid;
@@ -83,12 +84,26 @@ pub async fn take(
 /// The sale by `call_id` did not happen (its settlement was refused): its mark goes back to what
 /// it was, if no later sale has replaced it.
 pub async fn give_back(db: &impl ConnectionTrait, call_id: Uuid) -> Result<(), DbErr> {
-    phone_mark::Entity::delete_many()
+    let (drop_new, restore) = give_back_statements(call_id);
+    drop_new.exec(db).await?;
+    restore.exec(db).await?;
+    Ok(())
+}
+
+/// `give_back` as two statements, for the ledger to run in the transaction that refuses the
+/// sale: the hand-back then happens exactly when the refusal moves the call, never twice (a
+/// second run would drop the mark of the sale before) and never not at all (a crash between
+/// the two writes would hold the phone's cooldown for a text never sold).
+pub fn give_back_statements(
+    call_id: Uuid,
+) -> (
+    DeleteMany<phone_mark::Entity>,
+    UpdateMany<phone_mark::Entity>,
+) {
+    let drop_new = phone_mark::Entity::delete_many()
         .filter(phone_mark::Column::CallId.eq(call_id))
-        .filter(phone_mark::Column::PreviousAt.is_null())
-        .exec(db)
-        .await?;
-    phone_mark::Entity::update_many()
+        .filter(phone_mark::Column::PreviousAt.is_null());
+    let restore = phone_mark::Entity::update_many()
         .col_expr(
             phone_mark::Column::LastAt,
             Expr::col(phone_mark::Column::PreviousAt),
@@ -97,8 +112,6 @@ pub async fn give_back(db: &impl ConnectionTrait, call_id: Uuid) -> Result<(), D
             phone_mark::Column::PreviousAt,
             Expr::value(Option::<DateTime<Utc>>::None),
         )
-        .filter(phone_mark::Column::CallId.eq(call_id))
-        .exec(db)
-        .await?;
-    Ok(())
+        .filter(phone_mark::Column::CallId.eq(call_id));
+    (drop_new, restore)
 }

@@ -9,6 +9,7 @@ use super::{
 use crate::db::{
     calls::Runner,
     entities::{idempotency, payment},
+    phone_marks,
     write::{Done, Exec},
 };
 use crate::jobs::Started;
@@ -60,7 +61,8 @@ pub const OUTCOME_FROM: [PaymentStatus; 2] = PaymentStatus::OPEN;
 /// Writes a settlement's outcome, with what it means for the call, in one transaction:
 /// settled → the call may run (`settling → pending`, or `→ running` for `start`, the embedded
 /// worker's run, in the same transaction: one write transaction fewer per paid call, issue 12);
-/// refused → nothing was bought (`unpaid`, the scope released so a new payment can buy it);
+/// refused → nothing was bought (`unpaid`, the scope released so a new payment can buy it, and
+/// a review's phone mark given back);
 /// unknown → the payment is handed to reconciliation, due at once (`now`), and the call keeps
 /// waiting in `settling`. Only a payment still `reserved` or `unknown` takes an outcome.
 pub async fn record(
@@ -170,6 +172,11 @@ async fn write(
                 let release = idempotency::Entity::delete_many()
                     .filter(idempotency::Column::CallId.eq(call_id));
                 e.exec(&release).await?;
+                // What the sale took before settlement (a review's phone mark) goes back with
+                // the refusal that moved the call, in its transaction: exactly once.
+                let (drop_new, restore) = phone_marks::give_back_statements(call_id);
+                e.exec(&drop_new).await?;
+                e.exec(&restore).await?;
             }
             moved
         }

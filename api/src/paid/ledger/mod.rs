@@ -6,9 +6,9 @@ mod outcome;
 mod settler_nonce;
 
 pub use grove_common::ledger::{
-    Claim, NewCall, NewPayment, Recorded, Watched, record_standing, reopen_failed,
+    Claim, NewCall, NewPayment, Watched, record_standing, reopen_failed,
 };
-pub use outcome::{record_outcome, record_paid_outcome};
+pub use outcome::{PaidRecord, record_outcome, record_paid_outcome};
 pub use settler_nonce::SharedNonces;
 
 use super::idempotency::Scope;

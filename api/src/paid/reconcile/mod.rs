@@ -27,7 +27,6 @@ mod reorgs;
 
 use super::{fulfil, ledger};
 use crate::{
-    products,
     state::AppState,
     x402::settle::{SentTransaction, SettleOutcome},
 };
@@ -215,17 +214,10 @@ pub(crate) async fn conclude(
             let outcome = SettleOutcome::Refused {
                 reason: reason.clone(),
             };
-            // What the product took before settlement (a review's phone mark) is given back, and
-            // waiters woken, only by the write that moved the call: another process (or the
-            // gate) that decided it first has done both.
+            // What the product took before settlement (a review's phone mark) goes back in the
+            // refusal's own write; waiters are woken by the process whose write moved the call.
             let moved = ledger::record_outcome(&state.db, call_id, &outcome, now).await?;
             if moved {
-                if let Some(call) = calls::load(&state.db, call_id).await? {
-                    match products::from_call(&call) {
-                        Ok(product) => product.settlement_refused(state, call_id).await?,
-                        Err(e) => tracing::error!(error = %e, %call_id, "stored call unreadable"),
-                    }
-                }
                 state.completions.notify(call_id).await;
             }
             Ok(moved)
