@@ -226,6 +226,50 @@ async fn a_settlement_with_a_run_starts_only_a_settling_call() {
     }
 }
 
+/// An operator's decision and its audit row are one write: from every call state, the audit row
+/// is there exactly when the outcome moved the call, and a refused outcome leaves neither.
+#[tokio::test]
+async fn an_audited_outcome_writes_its_audit_row_exactly_when_it_moves_the_call() {
+    use grove_common::db::entities::admin_audit;
+    use sea_orm::{ColumnTrait, PaginatorTrait, QueryFilter};
+    let (_test_db, db) = TestDb::migrated().await;
+    for from in CallStatus::iter() {
+        for (outcome, to, allowed_from) in [
+            (settled(), CallStatus::Pending, &call_from::SETTLED[..]),
+            (refused(), CallStatus::Unpaid, &call_from::UNPAID[..]),
+        ] {
+            let id = insert_call(&db, from).await;
+            insert_payment(&db, id, PaymentStatus::Reserved).await;
+            let before = call_row(&db, id).await;
+            let audit = admin_audit::ActiveModel {
+                id: Set(Uuid::now_v7()),
+                operator: Set("ops".into()),
+                action: Set("payment.resolve".into()),
+                subject: Set(id.to_string()),
+                reason: Set(Some("seen on the explorer".into())),
+                before: Set(None),
+                after: Set(None),
+                created_at: Set(Utc::now()),
+            };
+            let recorded = ledger::record_audited(&db, id, &outcome, Utc::now(), audit)
+                .await
+                .expect("record");
+            let allowed = allowed_from.contains(&from);
+            moved_or_untouched(&db, &before, allowed, recorded.moved, to, "audited").await;
+            let audited = admin_audit::Entity::find()
+                .filter(admin_audit::Column::Subject.eq(id.to_string()))
+                .count(&db)
+                .await
+                .expect("count");
+            assert_eq!(
+                audited,
+                u64::from(recorded.moved),
+                "from {from}: {outcome:?}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_payment_takes_one_outcome_from_reserved_or_unknown_only() {
     let (_test_db, db) = TestDb::migrated().await;

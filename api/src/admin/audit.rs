@@ -26,12 +26,21 @@ pub struct Entry<'a> {
 
 impl Entry<'_> {
     pub async fn write(self, db: &impl ConnectionTrait, now: DateTime<Utc>) -> Result<(), DbErr> {
+        admin_audit::Entity::insert(self.row(now))
+            .exec_without_returning(db)
+            .await?;
+        Ok(())
+    }
+
+    /// The row as written, for a write that goes in another's transaction (the ledger's, when
+    /// an operator resolves a payment).
+    pub fn row(self, now: DateTime<Utc>) -> admin_audit::ActiveModel {
         tracing::info!(
             operator = %self.operator.0,
             action = self.action,
             "operator action recorded in the audit"
         );
-        admin_audit::Entity::insert(admin_audit::ActiveModel {
+        admin_audit::ActiveModel {
             id: Set(Uuid::now_v7()),
             operator: Set(self.operator.0.clone()),
             action: Set(self.action.to_owned()),
@@ -40,10 +49,7 @@ impl Entry<'_> {
             before: Set(self.before),
             after: Set(self.after),
             created_at: Set(now),
-        })
-        .exec_without_returning(db)
-        .await?;
-        Ok(())
+        }
     }
 }
 

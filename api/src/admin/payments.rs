@@ -21,7 +21,7 @@ use grove_common::{
         calls,
         entities::{call, payment},
     },
-    ledger::PaymentStatus,
+    ledger::{CallStatus, PaymentStatus},
     money::UsdcAmount,
     schema::Violation,
 };
@@ -258,18 +258,36 @@ pub async fn resolve(
     };
     let (decision, confirmed_by) = decided;
     let now = state.clock.wall();
-    reconcile::conclude(state, p.call_id, &decision, "operator", now).await?;
+    // The audit row goes in the ledger's transaction that records the outcome, so a decision
+    // is never without its record; its `after` is what that write leaves.
+    let mut resolved = snapshot(&p, c.as_ref());
+    resolved["confirmed_by"] = json!(confirmed_by);
+    match &decision {
+        Decision::Settled(transaction) => {
+            resolved["status"] = json!(PaymentStatus::Settled);
+            resolved["transaction"] = json!(Some(transaction).filter(|t| !t.is_empty()));
+            resolved["error"] = Value::Null;
+            resolved["call_status"] = json!(CallStatus::Pending);
+        }
+        Decision::Unsettled(reason) => {
+            resolved["status"] = json!(PaymentStatus::Refused);
+            resolved["error"] = json!(reason);
+            resolved["call_status"] = json!(CallStatus::Unpaid);
+        }
+        Decision::Unknown { .. } => {}
+    }
+    let audit = entry(resolved).row(now);
+    let moved =
+        reconcile::conclude_audited(state, p.call_id, &decision, "operator", now, Some(audit))
+            .await?;
     let p = payment::Entity::find_by_id(id)
         .one(&state.db)
         .await?
         .ok_or(ApiError::NotFound)?;
     let c = calls::load(&state.db, p.call_id).await?;
-    let wanted = match order.resolution {
-        Resolution::Settled { .. } => PaymentStatus::Settled,
-        Resolution::Unsettled => PaymentStatus::Refused,
-    };
-    if p.status != wanted {
-        // Reconciliation decided it between our read and our write: nothing of ours was written.
+    if !moved {
+        // Reconciliation decided it between our read and our write: nothing of ours was
+        // written, and the audit says so.
         let refusal =
             ApiError::NotResolvable(format!("the payment was decided meanwhile ({})", p.status));
         entry(json!({"refused": refusal.to_string(), "outcome": asked(&order)}))
@@ -277,9 +295,6 @@ pub async fn resolve(
             .await?;
         return Err(refusal);
     }
-    let mut after = snapshot(&p, c.as_ref());
-    after["confirmed_by"] = json!(confirmed_by);
-    entry(after).write(&state.db, now).await?;
     tracing::info!(payment = %id, operator = %operator.0, status = %p.status, confirmed_by, "payment resolved by an operator");
     Ok(json!({
         "payment": view(&p, c.as_ref()),

@@ -30,7 +30,7 @@ pub use from as call_from;
 pub use reorg::{TransferStanding, WATCHED_FROM, Watched, record_standing};
 pub use settlement::{
     OUTCOME_FROM, Recorded, SETTLEMENT_FAILED, SETTLEMENT_UNAVAILABLE, Settlement, record,
-    reservations_unknown,
+    record_audited, reservations_unknown,
 };
 pub use status::{CallKind, CallStatus, PaymentStatus};
 

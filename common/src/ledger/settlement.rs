@@ -8,7 +8,7 @@ use super::{
 };
 use crate::db::{
     calls::Runner,
-    entities::{idempotency, payment},
+    entities::{admin_audit, idempotency, payment},
     phone_marks,
     write::{Done, Exec},
 };
@@ -86,6 +86,27 @@ pub async fn record(
     }
     crate::transaction!(db, async move |e| write(e, call_id, outcome, now, start)
         .await)
+}
+
+/// `record` (no run started), with `audit`, an operator's record of this decision, written in
+/// the same transaction when the outcome moves the call: the decision and its record stand or
+/// fall together. Always a transaction, also for a settled outcome on PostgreSQL (operators'
+/// decisions are rare).
+pub async fn record_audited(
+    db: &DatabaseConnection,
+    call_id: Uuid,
+    outcome: &Settlement,
+    now: DateTime<Utc>,
+    audit: admin_audit::ActiveModel,
+) -> Result<Recorded, DbErr> {
+    let audit = admin_audit::Entity::insert(audit);
+    crate::transaction!(db, async move |e| {
+        let done = write(e, call_id, outcome, now, None).await?;
+        if let Done::Commit(Recorded { moved: true, .. }) = &done {
+            e.exec(&audit).await?;
+        }
+        Ok(done)
+    })
 }
 
 /// A settled payment's status: `unsettled` when it was only verified here (development).

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use grove_common::{
     db::{
         calls::{self, Runner},
+        entities::admin_audit,
         outage,
     },
     jobs::Started,
@@ -44,6 +45,22 @@ pub async fn record_outcome(
     Ok(record_outcome_starting(db, call_id, outcome, now, None)
         .await?
         .moved)
+}
+
+/// `record_outcome` with an operator's audit row, written in the same transaction when the
+/// outcome moves the call (`ledger::record_audited`).
+pub async fn record_outcome_audited(
+    db: &DatabaseConnection,
+    call_id: Uuid,
+    outcome: &SettleOutcome,
+    now: DateTime<Utc>,
+    audit: admin_audit::ActiveModel,
+) -> Result<bool, DbErr> {
+    Ok(
+        ledger::record_audited(db, call_id, &settlement(outcome), now, audit)
+            .await?
+            .moved,
+    )
 }
 
 /// As `record_outcome`, but with a `runner` a settled call goes straight to `running`, the

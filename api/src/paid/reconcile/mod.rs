@@ -36,7 +36,11 @@ pub(crate) use decide::query_of;
 use futures::future::join_all;
 use grove_common::config::SettlementMode;
 use grove_common::{
-    db::{calls, entities::payment, payments},
+    db::{
+        calls,
+        entities::{admin_audit, payment},
+        payments,
+    },
     ledger::PaymentStatus,
 };
 use sea_orm::{
@@ -196,6 +200,25 @@ pub(crate) async fn conclude(
     by: &str,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
+    conclude_audited(state, call_id, decision, by, now, None).await
+}
+
+/// `conclude`, with an operator's audit row written in the transaction that records the
+/// outcome when it moves the call (the admin's resolve): a decision is never without its record.
+pub(crate) async fn conclude_audited(
+    state: &AppState,
+    call_id: uuid::Uuid,
+    decision: &Decision,
+    by: &str,
+    now: DateTime<Utc>,
+    audit: Option<admin_audit::ActiveModel>,
+) -> Result<bool, DbErr> {
+    let record = async |outcome: &SettleOutcome| match audit {
+        Some(audit) => {
+            ledger::record_outcome_audited(&state.db, call_id, outcome, now, audit).await
+        }
+        None => ledger::record_outcome(&state.db, call_id, outcome, now).await,
+    };
     match decision {
         Decision::Settled(transaction) => {
             let outcome = SettleOutcome::Settled {
@@ -203,7 +226,7 @@ pub(crate) async fn conclude(
                 local: false,
             };
             state.metrics.settlement(&format!("{by}_settled"));
-            let moved = ledger::record_outcome(&state.db, call_id, &outcome, now).await?;
+            let moved = record(&outcome).await?;
             if moved && let Some(call) = calls::load(&state.db, call_id).await? {
                 fulfil::after_settled_stored(state, &call).await?;
             }
@@ -216,7 +239,7 @@ pub(crate) async fn conclude(
             };
             // What the product took before settlement (a review's phone mark) goes back in the
             // refusal's own write; waiters are woken by the process whose write moved the call.
-            let moved = ledger::record_outcome(&state.db, call_id, &outcome, now).await?;
+            let moved = record(&outcome).await?;
             if moved {
                 state.completions.notify(call_id).await;
             }
