@@ -62,6 +62,21 @@ async fn insert_payment(db: &DatabaseConnection, call_id: Uuid, status: PaymentS
         .expect("payment");
 }
 
+/// A settlement's two outcomes that move a call: where each leaves it, and from where.
+fn outcomes() -> [(Settlement, CallStatus, &'static [CallStatus]); 2] {
+    [
+        (settled(), CallStatus::Pending, &call_from::SETTLED[..]),
+        (refused(), CallStatus::Unpaid, &call_from::UNPAID[..]),
+    ]
+}
+
+/// A call in `from` with a reserved payment, and the call as inserted.
+async fn reserved_call(db: &DatabaseConnection, from: CallStatus) -> (Uuid, call::Model) {
+    let id = insert_call(db, from).await;
+    insert_payment(db, id, PaymentStatus::Reserved).await;
+    (id, call_row(db, id).await)
+}
+
 fn runner() -> Runner {
     Runner {
         run: Uuid::now_v7(),
@@ -181,13 +196,8 @@ async fn each_call_event_moves_exactly_the_states_its_table_allows() {
         .await;
 
         // A settlement's outcome, settled and refused, onto a reserved payment.
-        for (outcome, to, allowed_from) in [
-            (settled(), CallStatus::Pending, &call_from::SETTLED[..]),
-            (refused(), CallStatus::Unpaid, &call_from::UNPAID[..]),
-        ] {
-            let id = insert_call(&db, from).await;
-            insert_payment(&db, id, PaymentStatus::Reserved).await;
-            let before = call_row(&db, id).await;
+        for (outcome, to, allowed_from) in outcomes() {
+            let (id, before) = reserved_call(&db, from).await;
             let recorded = ledger::record(&db, id, &outcome, Utc::now(), None)
                 .await
                 .expect("record");
@@ -234,13 +244,8 @@ async fn an_audited_outcome_writes_its_audit_row_exactly_when_it_moves_the_call(
     use sea_orm::{ColumnTrait, PaginatorTrait, QueryFilter};
     let (_test_db, db) = TestDb::migrated().await;
     for from in CallStatus::iter() {
-        for (outcome, to, allowed_from) in [
-            (settled(), CallStatus::Pending, &call_from::SETTLED[..]),
-            (refused(), CallStatus::Unpaid, &call_from::UNPAID[..]),
-        ] {
-            let id = insert_call(&db, from).await;
-            insert_payment(&db, id, PaymentStatus::Reserved).await;
-            let before = call_row(&db, id).await;
+        for (outcome, to, allowed_from) in outcomes() {
+            let (id, before) = reserved_call(&db, from).await;
             let audit = admin_audit::ActiveModel {
                 id: Set(Uuid::now_v7()),
                 operator: Set("ops".into()),
