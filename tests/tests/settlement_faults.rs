@@ -165,6 +165,8 @@ async fn an_unknown_outcome_is_never_a_402_and_the_server_finishes_it_without_th
 #[tokio::test]
 async fn a_refusal_racing_ninety_repeats_gives_every_one_the_same_402_and_no_work() {
     // The refusal must arrive as an answer (not a timeout) while 90 repeats load the server.
+    // Repeats that find the scope held and then read it released by the refusal claim again
+    // (`Claim::Vacated`) and get the refusal; under CPU load, most of the 90 do.
     let rig = rig_with(20, 10).await;
     let body = caller_body("diagnose_growth");
     let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;

@@ -114,7 +114,7 @@ pub async fn purchase(
     // Takes the payload out of `payment`: from here it travels in the request to settle only,
     // which is dropped once settled.
     let settle_request = SettleRequest::for_payment(&mut payment, requirements);
-    let claim = Box::pin(reserve(
+    let claim = Box::pin(reserve_retrying(
         state,
         product,
         &payment,
@@ -125,6 +125,11 @@ pub async fn purchase(
     .await?;
     let ended = match claim {
         Claim::NonceUsed => return Err(Box::pin(already_used(state, &terms, &payment)).await?),
+        Claim::Vacated => {
+            return Err(ApiError::internal(format!(
+                "idempotency scope vacated under {CLAIM_TRIES} claims in a row"
+            )));
+        }
         Claim::Existing {
             request_hash: held, ..
         } if held != request_hash => return Err(ApiError::IdempotencyKeyReused),
@@ -210,6 +215,32 @@ async fn reserve(
             .instrument(span)
             .await?,
     )
+}
+
+/// How many claims a request makes while its scope is vacated under them.
+const CLAIM_TRIES: u32 = 3;
+
+/// `reserve`, again while the scope is vacated under the claim (`Claim::Vacated`: a refusal
+/// released it between the claim's write and its read). The refused authorization is used from
+/// then on, so a second vacancy needs another payment refused on the same scope in the same
+/// instant; after a third the request is answered 500 (the caller's payment is untouched).
+async fn reserve_retrying(
+    state: &AppState,
+    product: &dyn Product,
+    payment: &VerifiedPayment,
+    scope: &Scope,
+    request_hash: &str,
+    settle_request: &SettleRequest,
+) -> Result<Claim, ApiError> {
+    let mut tries = 1;
+    loop {
+        let claim = reserve(state, product, payment, scope, request_hash, settle_request).await?;
+        if !matches!(claim, Claim::Vacated) || tries == CLAIM_TRIES {
+            return Ok(claim);
+        }
+        tries += 1;
+        tracing::info!("idempotency scope vacated under a claim; claiming again");
+    }
 }
 
 /// An authorization that already paid for another request: the 402 its settlement was refused

@@ -54,6 +54,10 @@ pub enum Claim {
     Existing { call_id: Uuid, request_hash: String },
     /// The authorization already paid for another request.
     NonceUsed,
+    /// The scope was held when this claim wrote, and its holder was gone when it read (a
+    /// refusal released the scope in between): nothing was written, and claiming again decides
+    /// (a repeat of the refused payment then finds its authorization used and gets the refusal).
+    Vacated,
 }
 
 /// The record holding `scope`, expired or not: a scope whose call has not finished is held past
@@ -141,12 +145,7 @@ pub async fn claim(
         Written::NonceUsed => Ok(Claim::NonceUsed),
         // A live record, or one whose call has not finished, holds the scope: wait for, replay or
         // refuse against its call.
-        Written::ScopeHeld => match holder(db, scope).await? {
-            Some(record) => Ok(existing(record)),
-            None => Err(DbErr::Custom(
-                "idempotency scope held by a record that is not live".into(),
-            )),
-        },
+        Written::ScopeHeld => Ok(holder(db, scope).await?.map_or(Claim::Vacated, existing)),
     }
 }
 
