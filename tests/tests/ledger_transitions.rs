@@ -237,23 +237,30 @@ async fn a_settlement_with_a_run_starts_only_a_settling_call() {
 }
 
 /// An operator's decision and its audit row are one write: from every call state, the audit row
-/// is there exactly when the outcome moved the call, and a refused outcome leaves neither.
+/// is there exactly when the outcome moved the call, and a refused outcome leaves neither. The
+/// row's `after` is built from what the ledger says its write left (`ledger::Left`), and that
+/// is what the payment and the call hold.
 #[tokio::test]
 async fn an_audited_outcome_writes_its_audit_row_exactly_when_it_moves_the_call() {
-    use grove_common::db::entities::admin_audit;
-    use sea_orm::{ColumnTrait, PaginatorTrait, QueryFilter};
+    use grove_common::db::entities::{admin_audit, payment};
+    use sea_orm::{ColumnTrait, QueryFilter};
     let (_test_db, db) = TestDb::migrated().await;
     for from in CallStatus::iter() {
         for (outcome, to, allowed_from) in outcomes() {
             let (id, before) = reserved_call(&db, from).await;
-            let audit = admin_audit::ActiveModel {
+            let audit = |left: &ledger::Left| admin_audit::ActiveModel {
                 id: Set(Uuid::now_v7()),
                 operator: Set("ops".into()),
                 action: Set("payment.resolve".into()),
                 subject: Set(id.to_string()),
                 reason: Set(Some("seen on the explorer".into())),
                 before: Set(None),
-                after: Set(None),
+                after: Set(Some(serde_json::json!({
+                    "status": left.payment.to_string(),
+                    "transaction": left.transaction,
+                    "error": left.error,
+                    "call_status": left.call.to_string(),
+                }))),
                 created_at: Set(Utc::now()),
             };
             let recorded = ledger::record_audited(&db, id, &outcome, Utc::now(), audit)
@@ -263,14 +270,31 @@ async fn an_audited_outcome_writes_its_audit_row_exactly_when_it_moves_the_call(
             moved_or_untouched(&db, &before, allowed, recorded.moved, to, "audited").await;
             let audited = admin_audit::Entity::find()
                 .filter(admin_audit::Column::Subject.eq(id.to_string()))
-                .count(&db)
+                .all(&db)
                 .await
-                .expect("count");
+                .expect("audit rows");
             assert_eq!(
-                audited,
-                u64::from(recorded.moved),
+                audited.len(),
+                usize::from(recorded.moved),
                 "from {from}: {outcome:?}"
             );
+            let Some(row) = audited.first() else {
+                continue;
+            };
+            let paid = payment::Entity::find()
+                .filter(payment::Column::CallId.eq(id))
+                .one(&db)
+                .await
+                .expect("payment")
+                .expect("a payment");
+            let call = calls::load(&db, id).await.expect("call").expect("a call");
+            let held = serde_json::json!({
+                "status": paid.status.to_string(),
+                "transaction": paid.transaction,
+                "error": paid.error,
+                "call_status": call.status.to_string(),
+            });
+            assert_eq!(row.after.as_ref(), Some(&held), "from {from}: {outcome:?}");
         }
     }
 }

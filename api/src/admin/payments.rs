@@ -21,7 +21,7 @@ use grove_common::{
         calls,
         entities::{call, payment},
     },
-    ledger::{CallStatus, PaymentStatus},
+    ledger::{Left, PaymentStatus},
     money::UsdcAmount,
     schema::Violation,
 };
@@ -259,24 +259,16 @@ pub async fn resolve(
     let (decision, confirmed_by) = decided;
     let now = state.clock.wall();
     // The audit row goes in the ledger's transaction that records the outcome, so a decision
-    // is never without its record; its `after` is what that write leaves.
-    let mut resolved = snapshot(&p, c.as_ref());
-    resolved["confirmed_by"] = json!(confirmed_by);
-    match &decision {
-        Decision::Settled(transaction) => {
-            resolved["status"] = json!(PaymentStatus::Settled);
-            resolved["transaction"] = json!(Some(transaction).filter(|t| !t.is_empty()));
-            resolved["error"] = Value::Null;
-            resolved["call_status"] = json!(CallStatus::Pending);
-        }
-        Decision::Unsettled(reason) => {
-            resolved["status"] = json!(PaymentStatus::Refused);
-            resolved["error"] = json!(reason);
-            resolved["call_status"] = json!(CallStatus::Unpaid);
-        }
-        Decision::Unknown { .. } => {}
-    }
-    let audit = entry(resolved).row(now);
+    // is never without its record; its `after` is what that write left, as the ledger tells.
+    let audit = Box::new(|left: &Left| {
+        let mut resolved = snapshot(&p, c.as_ref());
+        resolved["confirmed_by"] = json!(confirmed_by);
+        resolved["status"] = json!(left.payment);
+        resolved["transaction"] = json!(left.transaction);
+        resolved["error"] = json!(left.error);
+        resolved["call_status"] = json!(left.call);
+        entry(resolved).row(now)
+    });
     let moved =
         reconcile::conclude_audited(state, p.call_id, &decision, "operator", now, Some(audit))
             .await?;

@@ -29,7 +29,7 @@ pub use claim::{Claim, NewCall, NewPayment, Scope, claim};
 pub use from as call_from;
 pub use reorg::{TransferStanding, WATCHED_FROM, Watched, record_standing};
 pub use settlement::{
-    OUTCOME_FROM, Recorded, SETTLEMENT_FAILED, SETTLEMENT_UNAVAILABLE, Settlement, record,
+    Left, OUTCOME_FROM, Recorded, SETTLEMENT_FAILED, SETTLEMENT_UNAVAILABLE, Settlement, record,
     record_audited, reservations_unknown,
 };
 pub use status::{CallKind, CallStatus, PaymentStatus};

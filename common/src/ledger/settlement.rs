@@ -55,6 +55,58 @@ pub struct Recorded {
     pub started: Option<Started>,
 }
 
+/// What an outcome leaves on the payment and the call it moves: the values `write` sets, and
+/// nothing else knows (an operator's audit row records them, `record_audited`; a paid request
+/// whose write lost its answer compares them with the call it finds). The call's state is the
+/// one left without a run started in the same transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Left {
+    pub payment: PaymentStatus,
+    pub transaction: Option<String>,
+    pub error: Option<String>,
+    pub call: CallStatus,
+}
+
+impl Left {
+    /// What `outcome` leaves, when it moves a call (an unknown outcome moves none).
+    pub fn of(outcome: &Settlement) -> Option<Left> {
+        match outcome {
+            Settlement::Settled { transaction, local } => {
+                Some(Left::settled(transaction.as_deref(), *local))
+            }
+            Settlement::Refused {
+                reason,
+                operator_fault,
+            } => Some(Left::refused(reason, *operator_fault)),
+            Settlement::Unknown { .. } => None,
+        }
+    }
+
+    fn settled(transaction: Option<&str>, local: bool) -> Left {
+        Left {
+            payment: paid(local),
+            transaction: transaction.filter(|t| !t.is_empty()).map(str::to_owned),
+            error: None,
+            call: CallStatus::Pending,
+        }
+    }
+
+    /// Refused credentials processed nothing: the reservation is handed back (`released`) so
+    /// that the same authorization pays once the operator fixes them.
+    fn refused(reason: &str, operator_fault: bool) -> Left {
+        Left {
+            payment: if operator_fault {
+                PaymentStatus::Released
+            } else {
+                PaymentStatus::Refused
+            },
+            transaction: None,
+            error: Some(reason.to_owned()),
+            call: CallStatus::Unpaid,
+        }
+    }
+}
+
 /// Where a payment may be when its settlement's outcome is written.
 pub const OUTCOME_FROM: [PaymentStatus; 2] = PaymentStatus::OPEN;
 
@@ -77,8 +129,8 @@ pub async fn record(
     if let Settlement::Settled { transaction, local } = outcome
         && db.get_database_backend() == DbBackend::Postgres
     {
-        let tx = transaction.clone().filter(|t| !t.is_empty());
-        let moved = super::pg::settled(db, call_id, paid(*local), tx, now).await?;
+        let left = Left::settled(transaction.as_deref(), *local);
+        let moved = super::pg::settled(db, call_id, left.payment, left.transaction, now).await?;
         return Ok(Recorded {
             moved,
             started: None,
@@ -88,22 +140,23 @@ pub async fn record(
         .await)
 }
 
-/// `record` (no run started), with `audit`, an operator's record of this decision, written in
-/// the same transaction when the outcome moves the call: the decision and its record stand or
-/// fall together. Always a transaction, also for a settled outcome on PostgreSQL (operators'
-/// decisions are rare).
+/// `record` (no run started), with an operator's record of this decision, built by `audit`
+/// from what the write left and written in the same transaction when the outcome moves the
+/// call: the decision and its record stand or fall together. Always a transaction, also for a
+/// settled outcome on PostgreSQL (operators' decisions are rare).
 pub async fn record_audited(
     db: &DatabaseConnection,
     call_id: Uuid,
     outcome: &Settlement,
     now: DateTime<Utc>,
-    audit: admin_audit::ActiveModel,
+    audit: impl FnOnce(&Left) -> admin_audit::ActiveModel + Send,
 ) -> Result<Recorded, DbErr> {
-    let audit = admin_audit::Entity::insert(audit);
     crate::transaction!(db, async move |e| {
         let done = write(e, call_id, outcome, now, None).await?;
-        if let Done::Commit(Recorded { moved: true, .. }) = &done {
-            e.exec(&audit).await?;
+        if let Done::Commit(Recorded { moved: true, .. }) = &done
+            && let Some(left) = Left::of(outcome)
+        {
+            e.exec(&admin_audit::Entity::insert(audit(&left))).await?;
         }
         Ok(done)
     })
@@ -135,11 +188,11 @@ async fn write(
     };
     let moved = match outcome {
         Settlement::Settled { transaction, local } => {
-            let tx = transaction.clone().filter(|t| !t.is_empty());
+            let left = Left::settled(transaction.as_deref(), *local);
             let changed = payment_update
-                .col_expr(payment::Column::Status, paid(*local).into())
-                .col_expr(payment::Column::Transaction, tx.into())
-                .col_expr(payment::Column::Error, Option::<String>::None.into())
+                .col_expr(payment::Column::Status, left.payment.into())
+                .col_expr(payment::Column::Transaction, left.transaction.into())
+                .col_expr(payment::Column::Error, left.error.into())
                 .col_expr(
                     payment::Column::NextCheckAt,
                     Option::<DateTime<Utc>>::None.into(),
@@ -148,7 +201,7 @@ async fn write(
                 return Ok(Done::Commit(unmoved));
             }
             let Some(runner) = start else {
-                let moved = moves::settle(e, call_id, CallStatus::Pending, None, now).await?;
+                let moved = moves::settle(e, call_id, left.call, None, now).await?;
                 return Ok(Done::Commit(Recorded {
                     moved,
                     started: None,
@@ -171,24 +224,25 @@ async fn write(
             reason,
             operator_fault,
         } => {
-            // Refused credentials processed nothing: the reservation is handed back so that the
-            // same authorization pays once the operator fixes them, and the call's answer is not
-            // a 402 (`settlement_unavailable`).
-            let (paid, code) = if *operator_fault {
-                (PaymentStatus::Released, SETTLEMENT_UNAVAILABLE)
+            let left = Left::refused(reason, *operator_fault);
+            // Refused credentials processed nothing: the call's answer is not a 402
+            // (`settlement_unavailable`).
+            let code = if *operator_fault {
+                SETTLEMENT_UNAVAILABLE
             } else {
-                (PaymentStatus::Refused, SETTLEMENT_FAILED)
+                SETTLEMENT_FAILED
             };
             let changed = payment_update
-                .col_expr(payment::Column::Status, paid.into())
-                .col_expr(payment::Column::Error, Some(reason.clone()).into())
+                .col_expr(payment::Column::Status, left.payment.into())
+                .col_expr(payment::Column::Transaction, left.transaction.into())
+                .col_expr(payment::Column::Error, left.error.into())
                 .col_expr(
                     payment::Column::NextCheckAt,
                     Option::<DateTime<Utc>>::None.into(),
                 );
             let error = Some(format!("{code}:{reason}"));
             let moved = e.exec(&changed).await? == 1
-                && moves::settle(e, call_id, CallStatus::Unpaid, error, now).await?;
+                && moves::settle(e, call_id, left.call, error, now).await?;
             if moved {
                 let release = idempotency::Entity::delete_many()
                     .filter(idempotency::Column::CallId.eq(call_id));

@@ -8,7 +8,9 @@ mod settler_nonce;
 pub use grove_common::ledger::{
     Claim, NewCall, NewPayment, Watched, record_standing, reopen_failed,
 };
-pub use outcome::{PaidRecord, record_outcome, record_outcome_audited, record_paid_outcome};
+pub use outcome::{
+    AuditRow, PaidRecord, record_outcome, record_outcome_audited, record_paid_outcome,
+};
 pub use settler_nonce::SharedNonces;
 
 use super::idempotency::Scope;

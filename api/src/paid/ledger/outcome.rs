@@ -10,7 +10,7 @@ use grove_common::{
         outage,
     },
     jobs::Started,
-    ledger::{self, CallStatus, Recorded, Settlement},
+    ledger::{self, CallStatus, Left, Recorded, Settlement},
 };
 use sea_orm::{DatabaseConnection, DbErr};
 use std::sync::Arc;
@@ -47,14 +47,18 @@ pub async fn record_outcome(
         .moved)
 }
 
-/// `record_outcome` with an operator's audit row, written in the same transaction when the
-/// outcome moves the call (`ledger::record_audited`).
+/// An operator's audit row, built from what the outcome's write left (`ledger::Left`).
+pub type AuditRow<'a> = Box<dyn FnOnce(&Left) -> admin_audit::ActiveModel + Send + 'a>;
+
+/// `record_outcome` with an operator's audit row, built by `audit` from what the write left
+/// and written in the same transaction when the outcome moves the call
+/// (`ledger::record_audited`).
 pub async fn record_outcome_audited(
     db: &DatabaseConnection,
     call_id: Uuid,
     outcome: &SettleOutcome,
     now: DateTime<Utc>,
-    audit: admin_audit::ActiveModel,
+    audit: impl FnOnce(&Left) -> admin_audit::ActiveModel + Send,
 ) -> Result<bool, DbErr> {
     Ok(
         ledger::record_audited(db, call_id, &settlement(outcome), now, audit)
@@ -154,14 +158,10 @@ pub async fn record_paid_outcome(
     Ok(PaidRecord::Elsewhere)
 }
 
-/// Where the write of `outcome` leaves a call it moves (`ledger::record`, without a run started
+/// Where the write of `outcome` leaves a call it moves (`ledger::Left`, without a run started
 /// in it: a retried write's run is not known to have started). None: it moves no call.
 fn leaves_at(outcome: &SettleOutcome) -> Option<CallStatus> {
-    match outcome {
-        SettleOutcome::Settled { .. } => Some(CallStatus::Pending),
-        SettleOutcome::Refused { .. } => Some(CallStatus::Unpaid),
-        SettleOutcome::Unknown { .. } => None,
-    }
+    Left::of(&settlement(outcome)).map(|left| left.call)
 }
 
 #[cfg(test)]

@@ -36,11 +36,7 @@ pub(crate) use decide::query_of;
 use futures::future::join_all;
 use grove_common::config::SettlementMode;
 use grove_common::{
-    db::{
-        calls,
-        entities::{admin_audit, payment},
-        payments,
-    },
+    db::{calls, entities::payment, payments},
     ledger::PaymentStatus,
 };
 use sea_orm::{
@@ -211,7 +207,7 @@ pub(crate) async fn conclude_audited(
     decision: &Decision,
     by: &str,
     now: DateTime<Utc>,
-    audit: Option<admin_audit::ActiveModel>,
+    audit: Option<ledger::AuditRow<'_>>,
 ) -> Result<bool, DbErr> {
     let record = async |outcome: &SettleOutcome| match audit {
         Some(audit) => {
