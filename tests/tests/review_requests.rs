@@ -664,7 +664,21 @@ async fn cancel_stops_a_scheduled_request() {
     assert_eq!(again.status(), 409);
     rig.clock.set(rig.clock.now() + Days::days(3));
     assert_eq!(sweep_at_the_rig_time(&rig).await, 0, "nothing is due yet");
-    assert!(sent(&rig).is_empty());
+    assert!(sent(&rig).is_empty(), "the cancelled request never sends");
+    // Nothing was texted: the cancel gave the phone's cooldown mark back (in its own write), so
+    // a request inside a 30-day cooldown is sold; its mark then stands against the next.
+    let mut cooling = body_for(&rig, "+13125550154");
+    cooling["min_days_since_last_request"] = json!(30);
+    assert_eq!(rig.pay_and_call(PATH, &cooling, None).await.status(), 200);
+    cooling["customer"]["first_name"] = json!("Sam");
+    let r = rig.app.post_json(PATH, &cooling, &[]).await;
+    assert_eq!(r.status(), 409);
+    assert_eq!(
+        r.json::<Value>().await.expect("json")["error"]["code"],
+        "cooldown_active"
+    );
+    assert_eq!(rig.facilitator.transfers(), 2);
+    assert_eq!(sent(&rig).len(), 1, "only the second request texted");
 }
 
 /// An IANA zone where it is early afternoon right now (the worker binary reads the real clock).

@@ -1,15 +1,12 @@
 //! Acting on the review service's answer on the API side (the status webhook, the click, the
-//! cancel): push the job it asks for, give the phone's cooldown mark back. Sends and lookups are
+//! cancel): push the job it asks for. Sends and lookups are
 //! the worker's; an event here never asks for one, and the sweeper would pick one up anyway.
 
 use crate::state::AppState;
-use grove_common::{db::phone_marks, jobs::ReviewJob, review_service::Effects};
+use grove_common::{jobs::ReviewJob, review_service::Effects};
 use sea_orm::DbErr;
 
 pub async fn act(state: &AppState, review_id: &str, effects: &Effects) -> Result<(), DbErr> {
-    if let Some(call_id) = effects.release_phone_mark {
-        phone_marks::give_back(&state.db, call_id).await?;
-    }
     if let Some((step, at)) = effects.schedule {
         // The fast path: a delayed job (Redis); the sweeper catches it otherwise.
         let delay = (at - state.clock.now()).to_std().unwrap_or_default();

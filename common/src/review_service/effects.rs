@@ -1,5 +1,6 @@
 //! What the owner of a request answers an event with: where the request now stands, and what
-//! the caller is to do next. The service decides; the caller (a job, a webhook, a route) acts.
+//! the caller is to do next (what the owner writes itself, such as the phone's cooldown mark
+//! given back when a request ends with nothing texted, is not among them). The service decides; the caller (a job, a webhook, a route) acts.
 
 use super::MessageKind;
 use crate::{db::entities::review_message, jobs::ReviewStep, review::ReviewStatus};
@@ -20,9 +21,6 @@ pub struct Effects {
     pub look_up: Option<LookUp>,
     /// Push this job for this instant (the fast path; the sweeper catches it otherwise).
     pub schedule: Option<(ReviewStep, DateTime<Utc>)>,
-    /// The request ended and nothing was texted: give the phone's cooldown mark (taken when
-    /// this paid call was sold) back.
-    pub release_phone_mark: Option<Uuid>,
 }
 
 impl Effects {

@@ -11,6 +11,7 @@ use super::{
 use crate::{
     db::{
         entities::{review_message, review_request},
+        phone_marks,
         reviews::{self, rfc3339},
     },
     review::{MessageStatus, ReviewStatus},
@@ -341,10 +342,14 @@ pub(super) async fn end(
     if !store::move_to(txn, &req.id, Move::new(&[req.status], to, detail), now).await? {
         return Ok(Step::Raced);
     }
-    let release = nothing_sent && matches!(to, ReviewStatus::Failed | ReviewStatus::Cancelled);
+    // Nothing texted: the phone's cooldown mark, taken when this request was sold, goes back in
+    // the transaction that ends it, so exactly once (a second give-back would drop the mark of
+    // the sale before) and never lost to a crash between two writes.
+    if nothing_sent && matches!(to, ReviewStatus::Failed | ReviewStatus::Cancelled) {
+        phone_marks::give_back(txn, req.call_id).await?;
+    }
     done(Effects {
         changed: true,
-        release_phone_mark: release.then_some(req.call_id),
         ..Effects::at(to)
     })
 }

@@ -1,5 +1,5 @@
 //! Carrying out what the review service answered: send a message, look one up, push a job for
-//! later, give the phone's cooldown mark back. Each outcome goes back to the service as an
+//! later. Each outcome goes back to the service as an
 //! event, and its answer is acted on in turn, until nothing is left to do.
 
 use super::deliver;
@@ -8,7 +8,6 @@ use crate::{
     sms::{Lookup, SentQuery},
 };
 use grove_common::{
-    db::phone_marks,
     jobs::ReviewJob,
     review_service::{self, Effects, LookUp, Report, ReportSource, ReviewEvent},
 };
@@ -16,9 +15,6 @@ use grove_common::{
 pub(super) async fn act(deps: &Deps, review_id: &str, first: Effects) -> Result<(), JobError> {
     let mut effects = first;
     loop {
-        if let Some(call_id) = effects.release_phone_mark {
-            phone_marks::give_back(&deps.db, call_id).await?;
-        }
         if let Some((step, at)) = effects.schedule {
             // The fast path: a delayed job. The sweeper finds the request when it is due anyway.
             let delay = (at - deps.clock.now()).to_std().unwrap_or_default();
