@@ -114,7 +114,7 @@ pub async fn purchase(
     // Takes the payload out of `payment`: from here it travels in the request to settle only,
     // which is dropped once settled.
     let settle_request = SettleRequest::for_payment(&mut payment, requirements);
-    let claim = Box::pin(reserve_retrying(
+    let claim = Box::pin(reserve(
         state,
         product,
         &payment,
@@ -181,7 +181,14 @@ async fn payer_within_limit(
     })
 }
 
-/// Claims the scope, reserves the authorization and records the call (`ledger::claim`).
+/// How many claims a request makes while its scope is vacated under them.
+const CLAIM_TRIES: u32 = 3;
+
+/// Claims the scope, reserves the authorization and records the call (`ledger::claim`); again
+/// while the scope is vacated under the claim (`Claim::Vacated`: a refusal released it between
+/// the claim's write and its read). The refused authorization is used from then on, so a second
+/// vacancy needs another payment refused on the same scope in the same instant; after a third
+/// the request is answered 500 (the caller's payment is untouched).
 async fn reserve(
     state: &AppState,
     product: &dyn Product,
@@ -191,50 +198,30 @@ async fn reserve(
     settle_request: &SettleRequest,
 ) -> Result<Claim, ApiError> {
     let labels = product.labels();
-    let call = NewCall {
-        kind: product.kind(),
-        agent: labels.agent,
-        mode: labels.mode,
-        payer: format!("{:#x}", payment.payer),
-        request_hash: request_hash.to_owned(),
-        request: product.scope_body().clone(),
-        request_id: crate::request_id::current(),
-    };
-    let pay = NewPayment {
-        nonce: format!("{:#x}", payment.nonce),
-        amount: payment.amount_atomic.to_string(),
-        network: state.config.network.caip2().into(),
-        x402_version: i32::from(payment.version),
-        settle_request: serde_json::to_value(settle_request).map_err(ApiError::internal)?,
-        valid_before: i64::try_from(payment.valid_before).unwrap_or(i64::MAX),
-    };
-    let (window_start, now) = (state.clock.now(), state.clock.wall());
-    let span = grove_common::telemetry::db_span(&state.db, "INSERT", "calls");
-    Ok(
-        ledger::claim(&state.db, scope, call, pay, window_start, now)
-            .instrument(span)
-            .await?,
-    )
-}
-
-/// How many claims a request makes while its scope is vacated under them.
-const CLAIM_TRIES: u32 = 3;
-
-/// `reserve`, again while the scope is vacated under the claim (`Claim::Vacated`: a refusal
-/// released it between the claim's write and its read). The refused authorization is used from
-/// then on, so a second vacancy needs another payment refused on the same scope in the same
-/// instant; after a third the request is answered 500 (the caller's payment is untouched).
-async fn reserve_retrying(
-    state: &AppState,
-    product: &dyn Product,
-    payment: &VerifiedPayment,
-    scope: &Scope,
-    request_hash: &str,
-    settle_request: &SettleRequest,
-) -> Result<Claim, ApiError> {
     let mut tries = 1;
     loop {
-        let claim = reserve(state, product, payment, scope, request_hash, settle_request).await?;
+        let call = NewCall {
+            kind: product.kind(),
+            agent: labels.agent,
+            mode: labels.mode,
+            payer: format!("{:#x}", payment.payer),
+            request_hash: request_hash.to_owned(),
+            request: product.scope_body().clone(),
+            request_id: crate::request_id::current(),
+        };
+        let pay = NewPayment {
+            nonce: format!("{:#x}", payment.nonce),
+            amount: payment.amount_atomic.to_string(),
+            network: state.config.network.caip2().into(),
+            x402_version: i32::from(payment.version),
+            settle_request: serde_json::to_value(settle_request).map_err(ApiError::internal)?,
+            valid_before: i64::try_from(payment.valid_before).unwrap_or(i64::MAX),
+        };
+        let (window_start, now) = (state.clock.now(), state.clock.wall());
+        let span = grove_common::telemetry::db_span(&state.db, "INSERT", "calls");
+        let claim = ledger::claim(&state.db, scope, call, pay, window_start, now)
+            .instrument(span)
+            .await?;
         if !matches!(claim, Claim::Vacated) || tries == CLAIM_TRIES {
             return Ok(claim);
         }
