@@ -1,6 +1,6 @@
 //! Acting on the review service's answer on the API side (the status webhook, the click, the
-//! cancel): push the job it asks for. Sends and lookups are
-//! the worker's; an event here never asks for one, and the sweeper would pick one up anyway.
+//! cancel): push the job it asks for. Sends and lookups are the worker's; an event here never
+//! asks for one, and the sweeper would pick one up anyway.
 
 use crate::state::AppState;
 use grove_common::{jobs::ReviewJob, review_service::Effects};

@@ -1,6 +1,6 @@
 //! Carrying out what the review service answered: send a message, look one up, push a job for
-//! later. Each outcome goes back to the service as an
-//! event, and its answer is acted on in turn, until nothing is left to do.
+//! later. Each outcome goes back to the service as an event, and its answer is acted on in
+//! turn, until nothing is left to do.
 
 use super::deliver;
 use crate::{
