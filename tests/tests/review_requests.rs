@@ -107,6 +107,18 @@ fn inbound_form(from: &str, body: &str) -> Vec<(String, String)> {
     InboundSms::new(from, body).params()
 }
 
+/// A request inside the phone's cooldown: refused 409 `cooldown_active`, before any payment.
+async fn refused_cooldown(rig: &PaidApp, body: &Value, why: &str) {
+    let r = rig.app.post_json(PATH, body, &[]).await;
+    assert_eq!(r.status(), 409, "{why}");
+    assert!(r.headers().get("payment-required").is_none(), "{why}");
+    assert_eq!(
+        r.json::<Value>().await.expect("json")["error"]["code"],
+        "cooldown_active",
+        "{why}"
+    );
+}
+
 async fn status_of(rig: &PaidApp, id: &str) -> Value {
     rig.app
         .get_json(&format!("/api/v1/actions/review-request/requests/{id}"))
@@ -275,12 +287,7 @@ async fn refusals_come_before_any_payment() {
     assert_eq!(rig.pay_and_call(PATH, &body, None).await.status(), 200);
     let mut again = body_for(&rig, "+13125550145");
     again["min_days_since_last_request"] = json!(30);
-    let r = rig.app.post_json(PATH, &again, &[]).await;
-    assert_eq!(r.status(), 409);
-    assert_eq!(
-        r.json::<Value>().await.expect("json")["error"]["code"],
-        "cooldown_active"
-    );
+    refused_cooldown(&rig, &again, "inside the cooldown").await;
     assert_eq!(rig.facilitator.settle_calls(), 1);
 }
 
@@ -320,12 +327,7 @@ async fn a_refused_settlement_gives_the_phone_mark_back_once() {
     over["customer"]["first_name"] = json!("Sam");
     let r = rig.pay_and_call(PATH, &over, None).await;
     assert_eq!(r.status(), 402, "the settlement was refused");
-    let r = rig.app.post_json(PATH, &cooling(sold), &[]).await;
-    assert_eq!(r.status(), 409, "the first sale's mark stands");
-    assert_eq!(
-        r.json::<Value>().await.expect("json")["error"]["code"],
-        "cooldown_active"
-    );
+    refused_cooldown(&rig, &cooling(sold), "the first sale's mark stands").await;
     assert_eq!(rig.facilitator.transfers(), 2, "two sales moved money");
     assert_eq!(sent(&rig).len(), 2, "one text per sale");
 }
@@ -671,12 +673,7 @@ async fn cancel_stops_a_scheduled_request() {
     cooling["min_days_since_last_request"] = json!(30);
     assert_eq!(rig.pay_and_call(PATH, &cooling, None).await.status(), 200);
     cooling["customer"]["first_name"] = json!("Sam");
-    let r = rig.app.post_json(PATH, &cooling, &[]).await;
-    assert_eq!(r.status(), 409);
-    assert_eq!(
-        r.json::<Value>().await.expect("json")["error"]["code"],
-        "cooldown_active"
-    );
+    refused_cooldown(&rig, &cooling, "inside the cooldown").await;
     assert_eq!(rig.facilitator.transfers(), 2);
     assert_eq!(sent(&rig).len(), 1, "only the second request texted");
 }
