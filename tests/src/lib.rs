@@ -13,6 +13,7 @@ pub mod loopback;
 pub mod mcp;
 pub mod otlp;
 pub mod paid;
+pub mod pg_proxy;
 pub mod private_pg;
 pub mod queue_rig;
 pub mod review;

@@ -6,6 +6,7 @@ use crate::{
     TestApp, TestDb, default_env,
     facilitator::FakeFacilitator,
     llm::FakeLlm,
+    pg_proxy::PgProxy,
     twilio::{self as twilio_fake, FakeTwilio},
     x402::{PayOptions, TestWallet},
 };
@@ -43,6 +44,9 @@ pub struct Options {
     /// clock drifted).
     pub clock_ahead_s: i64,
     pub extra_env: Vec<(String, String)>,
+    /// Reach a PostgreSQL test database through a [`PgProxy`] (`PaidApp::db_proxy`), which can
+    /// cut a statement's connection before or after the server runs it.
+    pub db_proxy: bool,
 }
 
 impl Default for Options {
@@ -57,6 +61,7 @@ impl Default for Options {
             clock_at: None,
             clock_ahead_s: 0,
             extra_env: vec![],
+            db_proxy: false,
         }
     }
 }
@@ -71,6 +76,8 @@ pub struct PaidApp {
     pub env: HashMap<String, String>,
     stop_workers: watch::Sender<bool>,
     pub db: TestDb,
+    /// The proxy every connection to the database goes through (`Options::db_proxy`).
+    pub db_proxy: Option<PgProxy>,
 }
 
 impl Drop for PaidApp {
@@ -125,7 +132,15 @@ pub async fn spawn_paid(opts: Options) -> PaidApp {
         twilio.stamp_with(clock.clone());
     }
     let mut env = default_env();
-    env.insert("DATABASE_URL".into(), db.url.clone());
+    let db_proxy = match opts.db_proxy && db.url.starts_with("postgres") {
+        true => Some(PgProxy::in_front_of(&db.url).await),
+        false => None,
+    };
+    let database_url = match &db_proxy {
+        Some(proxy) => proxy.url_for(&db.url),
+        None => db.url.clone(),
+    };
+    env.insert("DATABASE_URL".into(), database_url);
     env.insert("LLM_PROVIDER".into(), opts.provider.into());
     if opts.provider == "anthropic" {
         env.insert("LLM_BASE_URL".into(), llm.anthropic_base());
@@ -186,6 +201,7 @@ pub async fn spawn_paid(opts: Options) -> PaidApp {
         env,
         stop_workers,
         db,
+        db_proxy,
     }
 }
 
