@@ -31,6 +31,19 @@ pub fn is_unreachable(e: &DbErr) -> bool {
     }
 }
 
+/// Whether `e` ended a statement that was sent: the connection failed under it, so the server
+/// may have run and committed it (the third outcome, "we do not know"). A pool that could not
+/// hand out a connection sent nothing.
+pub fn answer_lost(e: &DbErr) -> bool {
+    match e {
+        DbErr::Exec(RuntimeErr::SqlxError(e)) | DbErr::Query(RuntimeErr::SqlxError(e)) => {
+            !matches!(**e, sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed)
+                && sqlx_unreachable(e)
+        }
+        _ => false,
+    }
+}
+
 fn sqlx_unreachable(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::Io(_)
@@ -54,12 +67,22 @@ fn sqlx_unreachable(e: &sqlx::Error) -> bool {
 /// Runs `op` until it succeeds, fails with anything but an unreachable database, or the
 /// database stays unreachable for `RIDE_OUT`. For the writes a run must not lose to a blip
 /// (its model answers, its outcome): they are idempotent, or guarded by the run's lease.
-pub async fn retrying<T, F, Fut>(what: &str, mut op: F) -> Result<T, DbErr>
+pub async fn retrying<T, F, Fut>(what: &str, op: F) -> Result<T, DbErr>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, DbErr>>,
 {
-    let give_up = tokio::time::Instant::now() + RIDE_OUT;
+    retrying_within(what, RIDE_OUT, op).await
+}
+
+/// `retrying`, giving up once the database has been unreachable for `limit` (an attempt that
+/// waits for a connection may take the pool's acquire timeout beyond it).
+pub async fn retrying_within<T, F, Fut>(what: &str, limit: Duration, mut op: F) -> Result<T, DbErr>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, DbErr>>,
+{
+    let give_up = tokio::time::Instant::now() + limit;
     let mut pause = FIRST_PAUSE;
     loop {
         match op().await {
@@ -93,6 +116,17 @@ mod tests {
         assert!(!is_unreachable(&sqlx_err(sqlx::Error::RowNotFound)));
         assert!(!is_unreachable(&DbErr::Custom("constraint".into())));
         assert!(!is_unreachable(&DbErr::RecordNotFound("x".into())));
+    }
+
+    #[test]
+    fn an_answer_is_lost_only_for_a_statement_that_was_sent() {
+        let io = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "eof");
+        assert!(answer_lost(&sqlx_err(sqlx::Error::Io(io))));
+        assert!(!answer_lost(&sqlx_err(sqlx::Error::PoolTimedOut)));
+        assert!(!answer_lost(&DbErr::ConnectionAcquire(
+            sea_orm::error::ConnAcquireErr::Timeout
+        )));
+        assert!(!answer_lost(&sqlx_err(sqlx::Error::RowNotFound)));
     }
 
     #[tokio::test]

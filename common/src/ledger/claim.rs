@@ -9,6 +9,7 @@ use crate::{
     catalog::{CoachId, ModeId},
     db::{
         entities::{call, idempotency},
+        outage,
         write::{Done, Exec, Inserted},
     },
     receipt as receipts,
@@ -135,17 +136,39 @@ pub async fn claim(
             receipt_id: receipt_id.clone(),
             request_id: model.request_id.clone(),
         };
-        claim_pg::write(db, row).await?
+        claim_pg::write_knowing(db, &row).await?
     } else {
+        // On the caller's thread: no answer travels back over a connection to be lost.
         let writes = writes(scope, &model, pay, window_start, window, now);
-        crate::transaction!(db, async move |e| write(e, writes).await)?
+        (
+            crate::transaction!(db, async move |e| write(e, writes).await)?,
+            false,
+        )
     };
+    let (written, maybe_written_before) = written;
     match written {
         Written::Claimed => Ok(Claim::New(Box::new(model))),
         Written::NonceUsed => Ok(Claim::NonceUsed),
         // A live record, or one whose call has not finished, holds the scope: wait for, replay or
         // refuse against its call.
-        Written::ScopeHeld => Ok(holder(db, scope).await?.map_or(Claim::Vacated, existing)),
+        Written::ScopeHeld => {
+            let held = match maybe_written_before {
+                // The claim may be ours: learning whose it is must outlast the blip too.
+                true => {
+                    outage::retrying_within("a claim's holder", claim_pg::RIDE_OUT, || {
+                        holder(db, scope)
+                    })
+                    .await?
+                }
+                false => holder(db, scope).await?,
+            };
+            Ok(match held {
+                // An earlier attempt of this claim wrote it, and its answer was lost.
+                Some(record) if record.call_id == call_id => Claim::New(Box::new(model)),
+                Some(record) => existing(record),
+                None => Claim::Vacated,
+            })
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 use super::status::{CallKind, CallStatus, PaymentStatus};
 use crate::{
     catalog::{CoachId, ModeId},
+    db::outage,
     receipt as receipts,
 };
 use sea_orm::{
@@ -16,6 +17,7 @@ use sea_orm::{
 
 /// Everything the claim writes, as bound. The JSON goes as text, written once: bound as values,
 /// each would be deep-copied on the way to the driver, then written there (issue 12).
+#[derive(Clone)]
 pub(super) struct Row {
     pub scope: String,
     pub call_id: uuid::Uuid,
@@ -107,7 +109,34 @@ fn refused(e: &DbErr) -> bool {
         .is_some_and(|code| code == REFUSED)
 }
 
-pub(super) async fn write(db: &DatabaseConnection, row: Row) -> Result<Written, DbErr> {
+/// How long a claim whose answer was lost is written again while the database is unreachable.
+/// No money has moved yet, so an outage is soon answered 503 as before (the minute a settled
+/// outcome rides out would hold every request, and a worker may exit meanwhile); a few seconds
+/// carry a claim through a dropped connection or a quick failover.
+pub(super) const RIDE_OUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// What the claim's writes found, and whether an earlier attempt may have written them: an
+/// attempt whose answer was lost (the connection failed under the statement) may have
+/// committed, so the same writes, with the same ids, are sent again through the blip. Finding
+/// the scope held then may mean finding this claim's own record (`claim::claim` reads whose).
+pub(super) async fn write_knowing(
+    db: &DatabaseConnection,
+    row: &Row,
+) -> Result<(Written, bool), DbErr> {
+    match write(db, row.clone()).await {
+        Err(e) if outage::answer_lost(&e) => {
+            tracing::warn!(error = %e, "a claim's answer was lost; writing it again to learn whether it was written");
+            let again = outage::retrying_within("a claim whose answer was lost", RIDE_OUT, || {
+                write(db, row.clone())
+            })
+            .await?;
+            Ok((again, true))
+        }
+        written => Ok((written?, false)),
+    }
+}
+
+async fn write(db: &DatabaseConnection, row: Row) -> Result<Written, DbErr> {
     let values: [Value; 21] = [
         row.scope.into(),
         row.call_id.into(),

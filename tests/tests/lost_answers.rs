@@ -1,0 +1,125 @@
+//! A paid call's write to PostgreSQL whose answer does not come back: the write may or may not
+//! have happened (the third outcome). A proxy in front of the database (`grove_tests::pg_proxy`)
+//! cuts one statement, either after the server committed it (the answer lost) or before the
+//! server saw it, and each case counts transfers, settlements, model calls and what is delivered.
+//!
+//! - The claim (before any money moves). A request that answered 503 here left a claim it did
+//!   not know it had written: the identical retry then found the scope held by a call nobody
+//!   would settle, and waited until reconciliation took the stale reservation minutes later.
+//!   The claim is now written again with the same ids, and a scope found held by its own call is
+//!   its own.
+//! - The settled outcome (after the money moved). The request writes it again through the blip;
+//!   a retry that finds the call already moved by its own lost write must still push its job,
+//!   since nothing else will until the recovery sweep's deadline of quiet has passed (by then
+//!   this request has answered 504).
+//!
+//! PostgreSQL only (`GROVE_TEST_DB=postgres`): SQLite's writes run in the process, where no
+//! answer travels over a connection to be lost.
+
+use grove_tests::{
+    llm::caller_body,
+    paid::{Options, spawn_paid},
+    pg_proxy::Cut,
+    x402::{PayOptions, decode_b64_json},
+};
+
+const PATH: &str = "/api/v1/agents/mary/call";
+
+/// Text only the settled outcome's statement has (`grove_common::ledger::pg::settled`).
+const SETTLED_OUTCOME: &str = r#"(SELECT count(*) FROM c) AS "moved""#;
+
+#[tokio::test]
+async fn a_settled_outcome_cut_before_or_after_its_commit_is_delivered_once_by_its_request() {
+    if grove_tests::db::backend() != "postgres" {
+        eprintln!("PostgreSQL only: GROVE_TEST_DB=postgres");
+        return;
+    }
+    // The recovery sweep would push a lost job only after a whole deadline of quiet: a request
+    // that left its job to it would answer 504 first.
+    let rig = spawn_paid(Options {
+        deadline_s: 8,
+        redis_workers: 1,
+        db_proxy: true,
+        ..Default::default()
+    })
+    .await;
+    let proxy = rig.db_proxy.clone().expect("the database behind a proxy");
+    for (n, cut) in [Cut::AnswerLost, Cut::Unsent].into_iter().enumerate() {
+        let body = caller_body("diagnose_growth");
+        let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
+        let nonce = decode_b64_json(&payment)["payload"]["authorization"]["nonce"]
+            .as_str()
+            .expect("nonce")
+            .to_owned();
+        proxy.cut_next(SETTLED_OUTCOME, cut);
+        let r = rig
+            .send_paid(PATH, &body, &payment, Some(&format!("cut-{n}")))
+            .await;
+        assert_eq!(
+            proxy.cuts(),
+            n + 1,
+            "{cut:?}: the outcome's statement was cut"
+        );
+        assert_eq!(r.status(), 200, "{cut:?}: delivered by its own request");
+        let settle = decode_b64_json(r.headers()["payment-response"].to_str().expect("ascii"));
+        assert_eq!(settle["success"], true, "{cut:?}");
+        let envelope: serde_json::Value = r.json().await.expect("json");
+        assert_eq!(rig.facilitator.transfers(), n + 1, "{cut:?}: one transfer");
+        assert_eq!(
+            rig.facilitator.requests_for_nonce(&nonce),
+            1,
+            "{cut:?}: settled once"
+        );
+        assert_eq!(rig.llm.received(), n + 1, "{cut:?}: one model call");
+        let receipt_url = envelope["receipt"]["url"].as_str().expect("receipt url");
+        let receipt = rig.app.get_json(receipt_url).await;
+        assert_eq!(receipt["status"], "completed", "{cut:?}");
+        assert_eq!(receipt["settlement"], "settled", "{cut:?}");
+        assert_eq!(receipt["result"], envelope, "{cut:?}");
+    }
+}
+
+/// Text only the claim's statement has (`grove_common::ledger::claim_pg`).
+const CLAIM: &str = r#"AS "scope", (SELECT count(*) FROM p) AS "paid""#;
+
+#[tokio::test]
+async fn a_claim_cut_before_or_after_its_commit_is_settled_once_by_its_request() {
+    if grove_tests::db::backend() != "postgres" {
+        eprintln!("PostgreSQL only: GROVE_TEST_DB=postgres");
+        return;
+    }
+    let rig = spawn_paid(Options {
+        deadline_s: 8,
+        redis_workers: 1,
+        db_proxy: true,
+        ..Default::default()
+    })
+    .await;
+    let proxy = rig.db_proxy.clone().expect("the database behind a proxy");
+    for (n, cut) in [Cut::AnswerLost, Cut::Unsent].into_iter().enumerate() {
+        let body = caller_body("diagnose_growth");
+        let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
+        proxy.cut_next(CLAIM, cut);
+        let r = rig
+            .send_paid(PATH, &body, &payment, Some(&format!("claim-cut-{n}")))
+            .await;
+        assert_eq!(
+            proxy.cuts(),
+            n + 1,
+            "{cut:?}: the claim's statement was cut"
+        );
+        let status = r.status();
+        let text = r.text().await.unwrap_or_default();
+        assert_eq!(status, 200, "{cut:?}: {text}");
+        assert_eq!(rig.facilitator.transfers(), n + 1, "{cut:?}: one transfer");
+        assert_eq!(rig.llm.received(), n + 1, "{cut:?}: one model call");
+        // The identical retry replays: nothing is charged or run again.
+        let again = rig
+            .send_paid(PATH, &body, &payment, Some(&format!("claim-cut-{n}")))
+            .await;
+        assert_eq!(again.status(), 200, "{cut:?}");
+        assert_eq!(again.headers()["idempotent-replay"], "true", "{cut:?}");
+        assert_eq!(rig.facilitator.transfers(), n + 1, "{cut:?}");
+        assert_eq!(rig.llm.received(), n + 1, "{cut:?}");
+    }
+}
