@@ -12,15 +12,23 @@
 //!   a retry that finds the call already moved by its own lost write must still push its job,
 //!   since nothing else will until the recovery sweep's deadline of quiet has passed (by then
 //!   this request has answered 504).
+//! - The run's start (its lease) and its result, in the worker: a start found committed under
+//!   the run's own lease is its own; a result found stored is announced to its waiters.
 //!
 //! PostgreSQL only (`GROVE_TEST_DB=postgres`): SQLite's writes run in the process, where no
 //! answer travels over a connection to be lost.
 
+use futures::StreamExt;
 use grove_tests::{
     llm::caller_body,
     paid::{Options, spawn_paid},
     pg_proxy::Cut,
+    wait_until,
     x402::{PayOptions, decode_b64_json},
+};
+use std::sync::{
+    Arc,
+    atomic::{AtomicUsize, Ordering},
 };
 
 const PATH: &str = "/api/v1/agents/mary/call";
@@ -122,4 +130,77 @@ async fn a_claim_cut_before_or_after_its_commit_is_settled_once_by_its_request()
         assert_eq!(rig.facilitator.transfers(), n + 1, "{cut:?}");
         assert_eq!(rig.llm.received(), n + 1, "{cut:?}");
     }
+}
+
+/// Text only the worker's writes of a run have: its start with the lease
+/// (`grove_common::ledger::start_attempt`) and its result (`grove_common::ledger::pg::complete`).
+const RUN_START: &str = r#""lease_process" = $6"#;
+const RESULT: &str = r#"AS "finished", (SELECT count(*) FROM r) AS "stored""#;
+
+#[tokio::test]
+async fn a_run_whose_start_or_result_is_cut_before_or_after_its_commit_is_delivered_once() {
+    if grove_tests::db::backend() != "postgres" {
+        eprintln!("PostgreSQL only: GROVE_TEST_DB=postgres");
+        return;
+    }
+    // A run that took its own lost start for another's held the call for nobody until its lease
+    // lapsed: the paid call answered 504 first.
+    let rig = spawn_paid(Options {
+        deadline_s: 8,
+        redis_workers: 1,
+        db_proxy: true,
+        ..Default::default()
+    })
+    .await;
+    let proxy = rig.db_proxy.clone().expect("the database behind a proxy");
+    let carried = results_announced(&rig).await;
+    let cases = [
+        (RUN_START, Cut::AnswerLost),
+        (RUN_START, Cut::Unsent),
+        (RESULT, Cut::AnswerLost),
+        (RESULT, Cut::Unsent),
+    ];
+    for (n, (needle, cut)) in cases.into_iter().enumerate() {
+        let body = caller_body("diagnose_growth");
+        let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
+        proxy.cut_next(needle, cut);
+        let r = rig
+            .send_paid(PATH, &body, &payment, Some(&format!("run-cut-{n}")))
+            .await;
+        assert_eq!(proxy.cuts(), n + 1, "{needle} {cut:?}: cut");
+        assert_eq!(r.status(), 200, "{needle} {cut:?}");
+        assert_eq!(rig.facilitator.transfers(), n + 1, "{needle} {cut:?}");
+        let model_calls = rig.llm.received();
+        assert_eq!(model_calls, n + 1, "{needle} {cut:?}: one model call");
+        // The run announced its result. One that took its own lost write of the result for a
+        // lease lost announced nothing, and its waiter found the result only by polling.
+        let carried = carried.clone();
+        wait_until("the run to announce its result", async || {
+            carried.load(Ordering::SeqCst) == n + 1
+        })
+        .await;
+    }
+}
+
+/// How many completions carrying a result the workers announced on the rig's namespace.
+async fn results_announced(rig: &grove_tests::paid::PaidApp) -> Arc<AtomicUsize> {
+    let namespace = rig.env["QUEUE_NAMESPACE"].clone();
+    let client = redis::Client::open(grove_tests::paid::REDIS_URL).expect("redis");
+    let mut pubsub = client.get_async_pubsub().await.expect("pubsub");
+    pubsub
+        .subscribe(grove_common::jobs::done_channel(&namespace))
+        .await
+        .expect("subscribe");
+    let carried = Arc::new(AtomicUsize::new(0));
+    let counted = carried.clone();
+    tokio::spawn(async move {
+        let mut messages = pubsub.into_on_message();
+        while let Some(message) = messages.next().await {
+            let parsed = grove_common::completion::parse_message(message.get_payload_bytes());
+            if parsed.is_some_and(|(_, result)| !result.is_empty()) {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
+    carried
 }

@@ -13,7 +13,8 @@ use crate::db::{
         lease_until, load, load_result, model_call_insert,
     },
     entities::{call, payment, result},
-    write::{Done, Exec},
+    outage,
+    write::{self, Done, Exec},
 };
 use chrono::{DateTime, SubsecRound, Utc};
 use sea_orm::{
@@ -118,18 +119,51 @@ async fn take(
     let update = starting(id, runner, now).filter(condition);
     // RETURNING: the started call comes back from the update itself, one round trip instead of
     // two on every run's start; on SQLite it runs where the paid path's writes do (issue 12).
-    let updated = crate::db::write::update_calls(db, update).await?;
+    let (updated, maybe_started_before) = match write::update_calls(db, update.clone()).await {
+        // The third outcome: the start may have been committed. Sent again, it finds the call
+        // running under this run's own lease if it was; left as `Busy`, the run would be
+        // nobody's until its lease lapsed, and the paid call waiting on it would time out.
+        Err(e) if outage::answer_lost(&e) => {
+            tracing::warn!(error = %e, "a run's start lost its answer; starting it again to learn whether it started");
+            let again =
+                outage::retrying("a run's start", || write::update_calls(db, update.clone()));
+            (again.await?, true)
+        }
+        updated => (updated?, false),
+    };
     if let Some(started) = updated.into_iter().next() {
         return Ok(Start::Started(Box::new(started)));
     }
-    Ok(match load(db, id).await? {
+    let stored = match maybe_started_before {
+        true => outage::retrying("a started call", || load(db, id)).await?,
+        false => load(db, id).await?,
+    };
+    Ok(match stored {
         None => Start::Missing,
-        Some(c) if c.status == CallStatus::Running => match holder(db, id).await? {
+        Some(c) if c.status == CallStatus::Running => match held(db, id, maybe_started_before)
+            .await?
+        {
+            Some(h) if maybe_started_before && h.lease_owner == Some(runner.run.to_string()) => {
+                Start::Started(Box::new(c))
+            }
             Some(h) => Start::Busy(h),
             None => Start::Missing,
         },
         Some(c) => Start::Idle(c.status),
     })
+}
+
+/// Who holds call `id`'s lease; read through a blip when what is learned decides whether a run
+/// whose start lost its answer holds it.
+async fn held(
+    db: &DatabaseConnection,
+    id: Uuid,
+    through_blip: bool,
+) -> Result<Option<Holder>, DbErr> {
+    match through_blip {
+        true => outage::retrying("a call's lease", || holder(db, id)).await,
+        false => holder(db, id).await,
+    }
 }
 
 /// Who may store a call's outcome, as the guard of its write: the run holding the lease only
@@ -179,15 +213,32 @@ pub async fn complete(
             ),
             http_attempts: i32::try_from(rec.http_attempts).unwrap_or(i32::MAX),
         });
-        super::pg::complete(db, by, &stored, answer, now).await?
+        let answer = answer.as_ref();
+        match super::pg::complete(db, by, &stored, answer, now).await {
+            // The third outcome: the result may have been stored. Written again, a result
+            // found stored with the call completed is the call's (this run's own, or a re-run's
+            // that raced it), not a lease lost.
+            Err(e) if outage::answer_lost(&e) => {
+                tracing::warn!(error = %e, "a result's write lost its answer; writing it again to learn whether it was stored");
+                let again = outage::retrying("a call's result", || {
+                    super::pg::complete(db, by, &stored, answer, now)
+                });
+                (again.await?, true)
+            }
+            written => (written?, false),
+        }
     } else {
-        complete_in_transaction(db, call_id, by, &stored, answer, now).await?
+        let written = complete_in_transaction(db, call_id, by, &stored, answer, now);
+        (written.await?, false)
     };
     match written {
-        Finished::NotHolder => Ok(None),
-        Finished::Stored => Ok(Some(stored)),
+        (Finished::NotHolder, true) => {
+            outage::retrying("a call's result", || load_result(db, call_id)).await
+        }
+        (Finished::NotHolder, false) => Ok(None),
+        (Finished::Stored, _) => Ok(Some(stored)),
         // A re-run raced a first run to the finish: the first result stands, and is read back.
-        Finished::Existing => load_result(db, call_id)
+        (Finished::Existing, _) => load_result(db, call_id)
             .await?
             .ok_or_else(|| DbErr::Custom("a result was neither stored nor found".into()))
             .map(Some),

@@ -45,7 +45,7 @@ pub(super) async fn complete(
     db: &DatabaseConnection,
     by: Finisher,
     stored: &result::Model,
-    answer: Option<Answer>,
+    answer: Option<&Answer>,
     now: DateTime<Utc>,
 ) -> Result<Finished, DbErr> {
     let guard = match by {
@@ -78,13 +78,14 @@ SELECT (SELECT count(*) FROM c) AS "finished", (SELECT count(*) FROM r) AS "stor
         Finisher::Unleased => None,
     };
     let has_answer = answer.is_some();
-    let a = answer.unwrap_or(Answer {
+    let none = Answer {
         run: 0,
         seq: 0,
         outcome: serde_json::Value::Null,
         tokens: (0, 0),
         http_attempts: 0,
-    });
+    };
+    let a = answer.unwrap_or(&none);
     // The JSON goes as text, written once here: bound as values, each would be deep-copied on
     // the way to the driver, then written there (issue 12).
     let values: [Value; 14] = [
