@@ -96,6 +96,43 @@ where
     }
 }
 
+/// Runs the write `op` once; if its answer was lost (`answer_lost`), again through the blip
+/// (`retrying_within`). Returns the last answer, and whether an attempt before it may have
+/// written: the caller then reads that answer knowing its own earlier write may be what it
+/// found (a scope held by its own call, a call already moved by its own outcome).
+pub async fn knowing<T, F, Fut>(what: &str, limit: Duration, mut op: F) -> Result<(T, bool), DbErr>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, DbErr>>,
+{
+    match op().await {
+        Err(e) if answer_lost(&e) => {
+            tracing::warn!(error = %e, what, "a write's answer was lost; writing it again to learn whether it was written");
+            Ok((retrying_within(what, limit, op).await?, true))
+        }
+        done => Ok((done?, false)),
+    }
+}
+
+/// Runs the read `op` once, or through a blip (`retrying_within`) when `after_lost_answer`: what
+/// it reads then decides what a write whose answer was lost did (`knowing`), and an error would
+/// leave that unknown.
+pub async fn read_knowing<T, F, Fut>(
+    after_lost_answer: bool,
+    what: &str,
+    limit: Duration,
+    mut op: F,
+) -> Result<T, DbErr>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, DbErr>>,
+{
+    match after_lost_answer {
+        true => retrying_within(what, limit, op).await,
+        false => op().await,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,51 +119,35 @@ async fn take(
     let update = starting(id, runner, now).filter(condition);
     // RETURNING: the started call comes back from the update itself, one round trip instead of
     // two on every run's start; on SQLite it runs where the paid path's writes do (issue 12).
-    let (updated, maybe_started_before) = match write::update_calls(db, update.clone()).await {
-        // The third outcome: the start may have been committed. Sent again, it finds the call
-        // running under this run's own lease if it was; left as `Busy`, the run would be
-        // nobody's until its lease lapsed, and the paid call waiting on it would time out.
-        Err(e) if outage::answer_lost(&e) => {
-            tracing::warn!(error = %e, "a run's start lost its answer; starting it again to learn whether it started");
-            let again =
-                outage::retrying("a run's start", || write::update_calls(db, update.clone()));
-            (again.await?, true)
-        }
-        updated => (updated?, false),
-    };
+    // The third outcome: the start may have been committed. Sent again, it finds the call
+    // running under this run's own lease if it was; left as `Busy`, the run would be nobody's
+    // until its lease lapsed, and the paid call waiting on it would time out.
+    let (updated, after_lost) = outage::knowing("a run's start", outage::RIDE_OUT, || {
+        write::update_calls(db, update.clone())
+    })
+    .await?;
     if let Some(started) = updated.into_iter().next() {
         return Ok(Start::Started(Box::new(started)));
     }
-    let stored = match maybe_started_before {
-        true => outage::retrying("a started call", || load(db, id)).await?,
-        false => load(db, id).await?,
-    };
-    Ok(match stored {
+    let stored = outage::read_knowing(after_lost, "a started call", outage::RIDE_OUT, || {
+        load(db, id)
+    });
+    Ok(match stored.await? {
         None => Start::Missing,
-        Some(c) if c.status == CallStatus::Running => match held(db, id, maybe_started_before)
-            .await?
-        {
-            Some(h) if maybe_started_before && h.lease_owner == Some(runner.run.to_string()) => {
-                Start::Started(Box::new(c))
+        Some(c) if c.status == CallStatus::Running => {
+            let held = outage::read_knowing(after_lost, "a call's lease", outage::RIDE_OUT, || {
+                holder(db, id)
+            });
+            match held.await? {
+                Some(h) if after_lost && h.lease_owner == Some(runner.run.to_string()) => {
+                    Start::Started(Box::new(c))
+                }
+                Some(h) => Start::Busy(h),
+                None => Start::Missing,
             }
-            Some(h) => Start::Busy(h),
-            None => Start::Missing,
-        },
+        }
         Some(c) => Start::Idle(c.status),
     })
-}
-
-/// Who holds call `id`'s lease; read through a blip when what is learned decides whether a run
-/// whose start lost its answer holds it.
-async fn held(
-    db: &DatabaseConnection,
-    id: Uuid,
-    through_blip: bool,
-) -> Result<Option<Holder>, DbErr> {
-    match through_blip {
-        true => outage::retrying("a call's lease", || holder(db, id)).await,
-        false => holder(db, id).await,
-    }
 }
 
 /// Who may store a call's outcome, as the guard of its write: the run holding the lease only
@@ -214,19 +198,13 @@ pub async fn complete(
             http_attempts: i32::try_from(rec.http_attempts).unwrap_or(i32::MAX),
         });
         let answer = answer.as_ref();
-        match super::pg::complete(db, by, &stored, answer, now).await {
-            // The third outcome: the result may have been stored. Written again, a result
-            // found stored with the call completed is the call's (this run's own, or a re-run's
-            // that raced it), not a lease lost.
-            Err(e) if outage::answer_lost(&e) => {
-                tracing::warn!(error = %e, "a result's write lost its answer; writing it again to learn whether it was stored");
-                let again = outage::retrying("a call's result", || {
-                    super::pg::complete(db, by, &stored, answer, now)
-                });
-                (again.await?, true)
-            }
-            written => (written?, false),
-        }
+        // The third outcome: the result may have been stored. Written again, a result found
+        // stored with the call completed is the call's (this run's own, or a re-run's that
+        // raced it), not a lease lost.
+        outage::knowing("a call's result", outage::RIDE_OUT, || {
+            super::pg::complete(db, by, &stored, answer, now)
+        })
+        .await?
     } else {
         let written = complete_in_transaction(db, call_id, by, &stored, answer, now);
         (written.await?, false)

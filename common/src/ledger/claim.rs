@@ -152,16 +152,14 @@ pub async fn claim(
         // A live record, or one whose call has not finished, holds the scope: wait for, replay or
         // refuse against its call.
         Written::ScopeHeld => {
-            let held = match maybe_written_before {
-                // The claim may be ours: learning whose it is must outlast the blip too.
-                true => {
-                    outage::retrying_within("a claim's holder", claim_pg::RIDE_OUT, || {
-                        holder(db, scope)
-                    })
-                    .await?
-                }
-                false => holder(db, scope).await?,
-            };
+            // The claim may be ours: learning whose it is must outlast the blip too.
+            let held = outage::read_knowing(
+                maybe_written_before,
+                "a claim's holder",
+                claim_pg::RIDE_OUT,
+                || holder(db, scope),
+            )
+            .await?;
             Ok(match held {
                 // An earlier attempt of this claim wrote it, and its answer was lost.
                 Some(record) if record.call_id == call_id => Claim::New(Box::new(model)),

@@ -123,17 +123,7 @@ pub(super) async fn write_knowing(
     db: &DatabaseConnection,
     row: &Row,
 ) -> Result<(Written, bool), DbErr> {
-    match write(db, row.clone()).await {
-        Err(e) if outage::answer_lost(&e) => {
-            tracing::warn!(error = %e, "a claim's answer was lost; writing it again to learn whether it was written");
-            let again = outage::retrying_within("a claim whose answer was lost", RIDE_OUT, || {
-                write(db, row.clone())
-            })
-            .await?;
-            Ok((again, true))
-        }
-        written => Ok((written?, false)),
-    }
+    outage::knowing("a claim", RIDE_OUT, || write(db, row.clone())).await
 }
 
 async fn write(db: &DatabaseConnection, row: Row) -> Result<Written, DbErr> {
