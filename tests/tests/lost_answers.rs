@@ -21,8 +21,8 @@
 use futures::StreamExt;
 use grove_tests::{
     llm::caller_body,
-    paid::{Options, spawn_paid},
-    pg_proxy::Cut,
+    paid::{Options, PaidApp, spawn_paid},
+    pg_proxy::{Cut, PgProxy},
     wait_until,
     x402::{PayOptions, decode_b64_json},
 };
@@ -35,15 +35,21 @@ const PATH: &str = "/api/v1/agents/mary/call";
 
 /// Text only the settled outcome's statement has (`grove_common::ledger::pg::settled`).
 const SETTLED_OUTCOME: &str = r#"(SELECT count(*) FROM c) AS "moved""#;
+/// Text only the claim's statement has (`grove_common::ledger::claim_pg`).
+const CLAIM: &str = r#"AS "scope", (SELECT count(*) FROM p) AS "paid""#;
+/// Text only the worker's writes of a run have: its start with the lease
+/// (`grove_common::ledger::start_attempt`) and its result (`grove_common::ledger::pg::complete`).
+const RUN_START: &str = r#""lease_process" = $6"#;
+const RESULT: &str = r#"AS "finished", (SELECT count(*) FROM r) AS "stored""#;
 
-#[tokio::test]
-async fn a_settled_outcome_cut_before_or_after_its_commit_is_delivered_once_by_its_request() {
+/// A paid-call rig on PostgreSQL, its database behind the proxy; None on SQLite. The deadline is
+/// short: a request that left its call to the recovery sweep (which pushes a lost job only after
+/// a whole deadline of quiet) or to a lapsing lease answers 504 first.
+async fn rig() -> Option<(PaidApp, PgProxy)> {
     if grove_tests::db::backend() != "postgres" {
         eprintln!("PostgreSQL only: GROVE_TEST_DB=postgres");
-        return;
+        return None;
     }
-    // The recovery sweep would push a lost job only after a whole deadline of quiet: a request
-    // that left its job to it would answer 504 first.
     let rig = spawn_paid(Options {
         deadline_s: 8,
         redis_workers: 1,
@@ -52,33 +58,55 @@ async fn a_settled_outcome_cut_before_or_after_its_commit_is_delivered_once_by_i
     })
     .await;
     let proxy = rig.db_proxy.clone().expect("the database behind a proxy");
+    Some((rig, proxy))
+}
+
+/// The `n`th paid call of a rig (`key`), with the next execution of the statement containing
+/// `needle` cut as `cut`: its payment and its answer, once the cut is seen to have happened.
+async fn paid_call_cut(
+    (rig, proxy): &(PaidApp, PgProxy),
+    n: usize,
+    (needle, cut): (&str, Cut),
+    key: &str,
+) -> (String, reqwest::Response) {
+    let body = caller_body("diagnose_growth");
+    let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
+    proxy.cut_next(needle, cut);
+    let r = rig.send_paid(PATH, &body, &payment, Some(key)).await;
+    assert_eq!(
+        proxy.cuts(),
+        n + 1,
+        "{needle} {cut:?}: the statement was cut"
+    );
+    (payment, r)
+}
+
+/// After the `n`th call: one transfer and one model call each, no more.
+fn once_each(rig: &PaidApp, n: usize, case: &str) {
+    assert_eq!(rig.facilitator.transfers(), n + 1, "{case}: one transfer");
+    assert_eq!(rig.llm.received(), n + 1, "{case}: one model call");
+}
+
+#[tokio::test]
+async fn a_settled_outcome_cut_before_or_after_its_commit_is_delivered_once_by_its_request() {
+    let Some(cutting) = rig().await else {
+        return;
+    };
+    let rig = &cutting.0;
     for (n, cut) in [Cut::AnswerLost, Cut::Unsent].into_iter().enumerate() {
-        let body = caller_body("diagnose_growth");
-        let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
-        let nonce = decode_b64_json(&payment)["payload"]["authorization"]["nonce"]
-            .as_str()
-            .expect("nonce")
-            .to_owned();
-        proxy.cut_next(SETTLED_OUTCOME, cut);
-        let r = rig
-            .send_paid(PATH, &body, &payment, Some(&format!("cut-{n}")))
-            .await;
-        assert_eq!(
-            proxy.cuts(),
-            n + 1,
-            "{cut:?}: the outcome's statement was cut"
-        );
+        let key = format!("cut-{n}");
+        let (payment, r) = paid_call_cut(&cutting, n, (SETTLED_OUTCOME, cut), &key).await;
         assert_eq!(r.status(), 200, "{cut:?}: delivered by its own request");
         let settle = decode_b64_json(r.headers()["payment-response"].to_str().expect("ascii"));
         assert_eq!(settle["success"], true, "{cut:?}");
         let envelope: serde_json::Value = r.json().await.expect("json");
-        assert_eq!(rig.facilitator.transfers(), n + 1, "{cut:?}: one transfer");
-        assert_eq!(
-            rig.facilitator.requests_for_nonce(&nonce),
-            1,
-            "{cut:?}: settled once"
-        );
-        assert_eq!(rig.llm.received(), n + 1, "{cut:?}: one model call");
+        once_each(rig, n, &format!("{cut:?}"));
+        let nonce = decode_b64_json(&payment)["payload"]["authorization"]["nonce"]
+            .as_str()
+            .expect("nonce")
+            .to_owned();
+        let settles = rig.facilitator.requests_for_nonce(&nonce);
+        assert_eq!(settles, 1, "{cut:?}: settled once");
         let receipt_url = envelope["receipt"]["url"].as_str().expect("receipt url");
         let receipt = rig.app.get_json(receipt_url).await;
         assert_eq!(receipt["status"], "completed", "{cut:?}");
@@ -87,73 +115,35 @@ async fn a_settled_outcome_cut_before_or_after_its_commit_is_delivered_once_by_i
     }
 }
 
-/// Text only the claim's statement has (`grove_common::ledger::claim_pg`).
-const CLAIM: &str = r#"AS "scope", (SELECT count(*) FROM p) AS "paid""#;
-
 #[tokio::test]
 async fn a_claim_cut_before_or_after_its_commit_is_settled_once_by_its_request() {
-    if grove_tests::db::backend() != "postgres" {
-        eprintln!("PostgreSQL only: GROVE_TEST_DB=postgres");
+    let Some(cutting) = rig().await else {
         return;
-    }
-    let rig = spawn_paid(Options {
-        deadline_s: 8,
-        redis_workers: 1,
-        db_proxy: true,
-        ..Default::default()
-    })
-    .await;
-    let proxy = rig.db_proxy.clone().expect("the database behind a proxy");
+    };
+    let rig = &cutting.0;
     for (n, cut) in [Cut::AnswerLost, Cut::Unsent].into_iter().enumerate() {
-        let body = caller_body("diagnose_growth");
-        let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
-        proxy.cut_next(CLAIM, cut);
-        let r = rig
-            .send_paid(PATH, &body, &payment, Some(&format!("claim-cut-{n}")))
-            .await;
-        assert_eq!(
-            proxy.cuts(),
-            n + 1,
-            "{cut:?}: the claim's statement was cut"
-        );
+        let key = format!("claim-cut-{n}");
+        let (payment, r) = paid_call_cut(&cutting, n, (CLAIM, cut), &key).await;
         let status = r.status();
         let text = r.text().await.unwrap_or_default();
         assert_eq!(status, 200, "{cut:?}: {text}");
-        assert_eq!(rig.facilitator.transfers(), n + 1, "{cut:?}: one transfer");
-        assert_eq!(rig.llm.received(), n + 1, "{cut:?}: one model call");
+        once_each(rig, n, &format!("{cut:?}"));
         // The identical retry replays: nothing is charged or run again.
-        let again = rig
-            .send_paid(PATH, &body, &payment, Some(&format!("claim-cut-{n}")))
-            .await;
+        let body = caller_body("diagnose_growth");
+        let again = rig.send_paid(PATH, &body, &payment, Some(&key)).await;
         assert_eq!(again.status(), 200, "{cut:?}");
         assert_eq!(again.headers()["idempotent-replay"], "true", "{cut:?}");
-        assert_eq!(rig.facilitator.transfers(), n + 1, "{cut:?}");
-        assert_eq!(rig.llm.received(), n + 1, "{cut:?}");
+        once_each(rig, n, &format!("{cut:?}, replayed"));
     }
 }
 
-/// Text only the worker's writes of a run have: its start with the lease
-/// (`grove_common::ledger::start_attempt`) and its result (`grove_common::ledger::pg::complete`).
-const RUN_START: &str = r#""lease_process" = $6"#;
-const RESULT: &str = r#"AS "finished", (SELECT count(*) FROM r) AS "stored""#;
-
 #[tokio::test]
 async fn a_run_whose_start_or_result_is_cut_before_or_after_its_commit_is_delivered_once() {
-    if grove_tests::db::backend() != "postgres" {
-        eprintln!("PostgreSQL only: GROVE_TEST_DB=postgres");
+    let Some(cutting) = rig().await else {
         return;
-    }
-    // A run that took its own lost start for another's held the call for nobody until its lease
-    // lapsed: the paid call answered 504 first.
-    let rig = spawn_paid(Options {
-        deadline_s: 8,
-        redis_workers: 1,
-        db_proxy: true,
-        ..Default::default()
-    })
-    .await;
-    let proxy = rig.db_proxy.clone().expect("the database behind a proxy");
-    let carried = results_announced(&rig).await;
+    };
+    let rig = &cutting.0;
+    let carried = results_announced(rig).await;
     let cases = [
         (RUN_START, Cut::AnswerLost),
         (RUN_START, Cut::Unsent),
@@ -161,17 +151,10 @@ async fn a_run_whose_start_or_result_is_cut_before_or_after_its_commit_is_delive
         (RESULT, Cut::Unsent),
     ];
     for (n, (needle, cut)) in cases.into_iter().enumerate() {
-        let body = caller_body("diagnose_growth");
-        let payment = rig.payment_for(PATH, &body, PayOptions::default()).await;
-        proxy.cut_next(needle, cut);
-        let r = rig
-            .send_paid(PATH, &body, &payment, Some(&format!("run-cut-{n}")))
-            .await;
-        assert_eq!(proxy.cuts(), n + 1, "{needle} {cut:?}: cut");
+        let key = format!("run-cut-{n}");
+        let (_, r) = paid_call_cut(&cutting, n, (needle, cut), &key).await;
         assert_eq!(r.status(), 200, "{needle} {cut:?}");
-        assert_eq!(rig.facilitator.transfers(), n + 1, "{needle} {cut:?}");
-        let model_calls = rig.llm.received();
-        assert_eq!(model_calls, n + 1, "{needle} {cut:?}: one model call");
+        once_each(rig, n, &format!("{needle} {cut:?}"));
         // The run announced its result. One that took its own lost write of the result for a
         // lease lost announced nothing, and its waiter found the result only by polling.
         let carried = carried.clone();
@@ -183,7 +166,7 @@ async fn a_run_whose_start_or_result_is_cut_before_or_after_its_commit_is_delive
 }
 
 /// How many completions carrying a result the workers announced on the rig's namespace.
-async fn results_announced(rig: &grove_tests::paid::PaidApp) -> Arc<AtomicUsize> {
+async fn results_announced(rig: &PaidApp) -> Arc<AtomicUsize> {
     let namespace = rig.env["QUEUE_NAMESPACE"].clone();
     let client = redis::Client::open(grove_tests::paid::REDIS_URL).expect("redis");
     let mut pubsub = client.get_async_pubsub().await.expect("pubsub");
