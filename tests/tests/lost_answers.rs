@@ -12,20 +12,22 @@
 //!   a retry that finds the call already moved by its own lost write must still push its job,
 //!   since nothing else will until the recovery sweep's deadline of quiet has passed (by then
 //!   this request has answered 504).
-//! - The run's start (its lease) and its result, in the worker: a start found committed under
-//!   the run's own lease is its own; a result found stored is announced to its waiters.
+//! - The run's start (its lease), its result and its failure, in the worker: a start found
+//!   committed under the run's own lease is its own; a result found stored, or the call found
+//!   failed with the run's own error, is announced to its waiters.
 //!
 //! PostgreSQL only (`GROVE_TEST_DB=postgres`): SQLite's writes run in the process, where no
 //! answer travels over a connection to be lost.
 
 use futures::StreamExt;
 use grove_tests::{
-    llm::caller_body,
+    llm::{Reply, caller_body},
     paid::{Options, PaidApp, spawn_paid},
     pg_proxy::{Cut, PgProxy},
     wait_until,
     x402::{PayOptions, decode_b64_json},
 };
+use grove_worker::coaching::MAX_MODEL_CALLS;
 use std::sync::{
     Arc,
     atomic::{AtomicUsize, Ordering},
@@ -41,6 +43,8 @@ const CLAIM: &str = r#"AS "scope", (SELECT count(*) FROM p) AS "paid""#;
 /// (`grove_common::ledger::start_attempt`) and its result (`grove_common::ledger::pg::complete`).
 const RUN_START: &str = r#""lease_process" = $6"#;
 const RESULT: &str = r#"AS "finished", (SELECT count(*) FROM r) AS "stored""#;
+/// Text only the worker's write of a run's failure has (`grove_common::ledger::fail`).
+const FAILURE: &str = r#""status" = $1, "error" = $2, "updated_at" = $3"#;
 
 /// A paid-call rig on PostgreSQL, its database behind the proxy; None on SQLite. The deadline is
 /// short: a request that left its call to the recovery sweep (which pushes a lost job only after
@@ -143,7 +147,7 @@ async fn a_run_whose_start_or_result_is_cut_before_or_after_its_commit_is_delive
         return;
     };
     let rig = &cutting.0;
-    let carried = results_announced(rig).await;
+    let (carried, _) = announced(rig).await;
     let cases = [
         (RUN_START, Cut::AnswerLost),
         (RUN_START, Cut::Unsent),
@@ -165,8 +169,9 @@ async fn a_run_whose_start_or_result_is_cut_before_or_after_its_commit_is_delive
     }
 }
 
-/// How many completions carrying a result the workers announced on the rig's namespace.
-async fn results_announced(rig: &PaidApp) -> Arc<AtomicUsize> {
+/// How many completions the workers announced on the rig's namespace: those carrying a result,
+/// and bare notices (a failure's).
+async fn announced(rig: &PaidApp) -> (Arc<AtomicUsize>, Arc<AtomicUsize>) {
     let namespace = rig.env["QUEUE_NAMESPACE"].clone();
     let client = redis::Client::open(grove_tests::paid::REDIS_URL).expect("redis");
     let mut pubsub = client.get_async_pubsub().await.expect("pubsub");
@@ -174,16 +179,44 @@ async fn results_announced(rig: &PaidApp) -> Arc<AtomicUsize> {
         .subscribe(grove_common::jobs::done_channel(&namespace))
         .await
         .expect("subscribe");
-    let carried = Arc::new(AtomicUsize::new(0));
-    let counted = carried.clone();
+    let (carried, bare) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let counts = (carried.clone(), bare.clone());
     tokio::spawn(async move {
         let mut messages = pubsub.into_on_message();
         while let Some(message) = messages.next().await {
-            let parsed = grove_common::completion::parse_message(message.get_payload_bytes());
-            if parsed.is_some_and(|(_, result)| !result.is_empty()) {
-                counted.fetch_add(1, Ordering::SeqCst);
-            }
+            match grove_common::completion::parse_message(message.get_payload_bytes()) {
+                Some((_, result)) if !result.is_empty() => counts.0.fetch_add(1, Ordering::SeqCst),
+                Some(_) => counts.1.fetch_add(1, Ordering::SeqCst),
+                None => 0,
+            };
         }
     });
-    carried
+    (carried, bare)
+}
+
+#[tokio::test]
+async fn a_run_whose_failure_is_cut_before_or_after_its_commit_is_announced() {
+    let Some(cutting) = rig().await else {
+        return;
+    };
+    let rig = &cutting.0;
+    let (_, bare) = announced(rig).await;
+    for (n, cut) in [Cut::AnswerLost, Cut::Unsent].into_iter().enumerate() {
+        // Every answer unreadable: the run fails once its re-asks are spent.
+        rig.llm
+            .script(std::iter::repeat_n(Reply::NotJson, MAX_MODEL_CALLS));
+        let key = format!("failure-cut-{n}");
+        let (_, r) = paid_call_cut(&cutting, n, (FAILURE, cut), &key).await;
+        assert_eq!(r.status(), 502, "{cut:?}");
+        let answer: serde_json::Value = r.json().await.expect("json");
+        assert_eq!(answer["error"]["code"], "upstream_failed", "{cut:?}");
+        // The run told its waiters. One that took its own lost write for a lease lost told
+        // nobody, and the failure was found only by polling.
+        let bare = bare.clone();
+        wait_until("the run to announce its failure", async || {
+            bare.load(Ordering::SeqCst) > n
+        })
+        .await;
+        assert_eq!(rig.llm.received(), (n + 1) * MAX_MODEL_CALLS, "{cut:?}");
+    }
 }

@@ -270,15 +270,23 @@ pub async fn fail(
     by: Finisher,
     error: &str,
 ) -> Result<bool, DbErr> {
-    let updated = call::Entity::update_many()
+    let update = call::Entity::update_many()
         .col_expr(call::Column::Status, Expr::value(CallStatus::Failed))
         .col_expr(call::Column::Error, Expr::value(Some(error.to_owned())))
         .col_expr(call::Column::UpdatedAt, Expr::value(clock::wall()))
         .filter(call::Column::Id.eq(call_id))
-        .filter(finishing(by, &from::FAIL))
-        .exec(db)
-        .await?;
-    Ok(updated.rows_affected == 1)
+        .filter(finishing(by, &from::FAIL));
+    let (updated, after_lost) = outage::knowing("a call's failure", outage::RIDE_OUT, || {
+        update.clone().exec(db)
+    })
+    .await?;
+    if updated.rows_affected == 1 || !after_lost {
+        return Ok(updated.rows_affected == 1);
+    }
+    // The third outcome: a call found failed with this very error was failed by the write whose
+    // answer was lost, not taken over (its waiters are told, not left to poll).
+    let stored = outage::retrying("a failed call", || load(db, call_id)).await?;
+    Ok(stored.is_some_and(|c| c.status == CallStatus::Failed && c.error.as_deref() == Some(error)))
 }
 
 /// A failed call's identical retry: back to pending, exactly once among concurrent retries, and
