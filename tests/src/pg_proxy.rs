@@ -4,8 +4,10 @@
 //! each connection's prepared statements by name, and when a statement whose text contains the
 //! armed needle is bound, cuts that execution either before it reaches the server
 //! ([`Cut::Unsent`]: it did not happen) or after the server has run and committed it, dropping
-//! the answer ([`Cut::AnswerLost`]: it happened, and the caller cannot know). Every other
-//! statement, and every later execution of the same one, passes untouched.
+//! the answer ([`Cut::AnswerLost`]: it happened, and the caller cannot know); or, for a statement
+//! inside a transaction, lets it run and cuts the answer to the transaction's `COMMIT`
+//! ([`Cut::CommitLost`]). Every other statement, and every later execution of the same one,
+//! passes untouched.
 
 use std::{
     collections::HashMap,
@@ -31,6 +33,9 @@ pub enum Cut {
     /// The server runs the statement and commits it (its `ReadyForQuery` arrives); the answer is
     /// dropped with the connection.
     AnswerLost,
+    /// The statement runs inside its transaction; the transaction's `COMMIT` reaches the server
+    /// and is carried out, and its answer is dropped with the connection.
+    CommitLost,
 }
 
 struct Shared {
@@ -112,7 +117,7 @@ async fn relay(client: TcpStream, shared: Arc<Shared>) {
     let requests = requests(&mut from_client, &mut to_server, &shared, &swallowing);
     tokio::select! {
         cut = requests => {
-            if cut == Some(Cut::AnswerLost) {
+            if matches!(cut, Some(Cut::AnswerLost | Cut::CommitLost)) {
                 let _ = (&mut answers).await;
             }
         }
@@ -133,9 +138,22 @@ async fn requests(
     to_server.write_all(&startup).await.ok()?;
     let mut statements: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
     let mut held: Option<(Vec<u8>, Cut)> = None;
+    // A statement armed with `Cut::CommitLost` ran in the open transaction: its COMMIT is cut.
+    let mut commit_armed = false;
     loop {
         let frame = frame(from_client, true).await.ok()?;
         match frame[0] {
+            // A simple query: how sqlx ends a transaction.
+            b'Q' if commit_armed => {
+                let text = String::from_utf8_lossy(&frame[5..]).to_ascii_uppercase();
+                if text.starts_with("COMMIT") {
+                    shared.cuts.fetch_add(1, Ordering::SeqCst);
+                    swallowing.store(true, Ordering::SeqCst);
+                    to_server.write_all(&frame).await.ok()?;
+                    return Some(Cut::CommitLost);
+                }
+                commit_armed = !text.starts_with("ROLLBACK");
+            }
             b'P' => {
                 let mut fields = frame[5..].split(|b| *b == 0);
                 let name = fields.next().unwrap_or_default().to_vec();
@@ -150,8 +168,10 @@ async fn requests(
                 let hit = armed.as_ref().is_some_and(|(needle, _)| {
                     String::from_utf8_lossy(text).contains(needle.as_str())
                 });
-                if hit && let Some((_, cut)) = armed.take() {
-                    held = Some((Vec::new(), cut));
+                match armed.take() {
+                    Some((_, Cut::CommitLost)) if hit => commit_armed = true,
+                    Some((_, cut)) if hit => held = Some((Vec::new(), cut)),
+                    other => *armed = other,
                 }
             }
             _ => {}

@@ -8,6 +8,7 @@ use crate::{
     sms::{Lookup, SentQuery},
 };
 use grove_common::{
+    db::outage,
     jobs::ReviewJob,
     review_service::{self, Effects, LookUp, Report, ReportSource, ReviewEvent},
 };
@@ -37,8 +38,25 @@ pub(super) async fn act(deps: &Deps, review_id: &str, first: Effects) -> Result<
         let Some(event) = next else {
             return Ok(());
         };
-        effects = review_service::apply(&deps.db, review_id, event, deps.clock.now()).await?;
+        effects = apply(deps, review_id, event).await?;
     }
+}
+
+/// Tells the service `event`, through a database blip: a statement refused for an unreachable
+/// database, or a commit whose answer was lost. The service decides again from what is stored,
+/// so telling it twice is safe (a move already written is found made and changes nothing),
+/// and what a run learned (above all the provider's answer to a send) is not left to the
+/// sweeper's lookup minutes later.
+pub(super) async fn apply(
+    deps: &Deps,
+    review_id: &str,
+    event: ReviewEvent,
+) -> Result<Effects, JobError> {
+    let effects = outage::retrying("a review request's event", || {
+        review_service::apply(&deps.db, review_id, event.clone(), deps.clock.now())
+    })
+    .await?;
+    Ok(effects)
 }
 
 /// Asks the provider whether the message went. No answer (the provider unreachable, or unable

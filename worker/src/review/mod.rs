@@ -14,7 +14,6 @@ use crate::jobs::{Deps, JobError};
 use apalis::prelude::Data;
 use grove_common::{
     jobs::{ReviewJob, ReviewStep},
-    review_service,
     review_service::ReviewEvent,
 };
 use std::sync::Arc;
@@ -34,8 +33,7 @@ pub async fn handle(deps: &Deps, job: &ReviewJob) -> Result<(), JobError> {
             ReviewStep::Send => ReviewEvent::SendDue,
             ReviewStep::FollowUp => ReviewEvent::FollowUpDue,
         };
-        let effects =
-            review_service::apply(&deps.db, &job.review_id, event, deps.clock.now()).await?;
+        let effects = act::apply(deps, &job.review_id, event).await?;
         act::act(deps, &job.review_id, effects).await?;
         if job.step == ReviewStep::Send {
             outcome::first_outcome(deps, &job.review_id).await?;

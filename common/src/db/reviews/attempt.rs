@@ -5,7 +5,7 @@
 
 use super::super::entities::review_message;
 use super::message;
-use crate::review::MessageStatus;
+use crate::{db::outage, review::MessageStatus};
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, SqlErr,
@@ -37,15 +37,23 @@ pub struct NewMessage<'a> {
     pub segments: u32,
 }
 
+/// How long a write of an attempt whose answer was lost is sent again through a blip: well
+/// inside `ATTEMPT_STALE_AFTER`, so that the row found is still a live attempt to every other
+/// run when this one takes it as its own and calls the provider.
+const RIDE_OUT: Duration = Duration::from_secs(4);
+
 /// Records the attempt *before* the provider is called; the unique (request, kind) index makes
-/// this the at-most-once key for the SMS.
+/// this the at-most-once key for the SMS. A write whose answer was lost is sent again with the
+/// same id: a row found with that id, still `attempting`, is this run's own (nothing can have
+/// been sent for it, since only this run knows the id and it has not called the provider).
 pub async fn begin_attempt(
     db: &impl ConnectionTrait,
     m: NewMessage<'_>,
     at: DateTime<Utc>,
 ) -> Result<Attempt, DbErr> {
+    let id = Uuid::now_v7();
     let row = review_message::ActiveModel {
-        id: Set(Uuid::now_v7()),
+        id: Set(id),
         request_id: Set(m.request_id.to_owned()),
         kind: Set(m.kind.to_owned()),
         provider: Set(m.provider.to_owned()),
@@ -60,17 +68,30 @@ pub async fn begin_attempt(
         created_at: Set(at),
         updated_at: Set(at),
     };
-    match review_message::Entity::insert(row)
-        .exec_with_returning(db)
-        .await
-    {
-        Ok(model) => Ok(Attempt::Fresh(model)),
-        Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
-            let existing = message(db, m.request_id, m.kind).await?.ok_or(e)?;
-            Ok(Attempt::Earlier(existing))
+    let insert = || async {
+        match review_message::Entity::insert(row.clone())
+            .exec_with_returning(db)
+            .await
+        {
+            Ok(model) => Ok(Some(model)),
+            Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => Ok(None),
+            Err(e) => Err(e),
         }
-        Err(e) => Err(e),
+    };
+    let (inserted, maybe_written) = outage::knowing("a send attempt", RIDE_OUT, insert).await?;
+    if let Some(model) = inserted {
+        return Ok(Attempt::Fresh(model));
     }
+    let existing = outage::read_knowing(maybe_written, "a send attempt", RIDE_OUT, || {
+        message(db, m.request_id, m.kind)
+    })
+    .await?
+    .ok_or_else(|| DbErr::RecordNotFound(format!("the {} message of {}", m.kind, m.request_id)))?;
+    if maybe_written && existing.id == id && existing.status == MessageStatus::Attempting {
+        tracing::warn!(message = %id, "the send attempt's answer was lost; it was written, and is this run's");
+        return Ok(Attempt::Fresh(existing));
+    }
+    Ok(Attempt::Earlier(existing))
 }
 
 /// Renews a live attempt's lease; a no-op once the provider has answered.
