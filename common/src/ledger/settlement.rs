@@ -9,13 +9,14 @@ use super::{
 use crate::db::{
     calls::Runner,
     entities::{admin_audit, idempotency, payment},
-    phone_marks,
+    outage, phone_marks,
     write::{Done, Exec},
 };
 use crate::jobs::Started;
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ColumnTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, QueryFilter, sea_query::Expr,
+    ActiveValue, ColumnTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, QueryFilter,
+    sea_query::Expr,
 };
 use std::sync::Arc;
 use uuid::Uuid;
@@ -151,16 +152,50 @@ pub async fn record_audited(
     now: DateTime<Utc>,
     audit: impl FnOnce(&Left) -> admin_audit::ActiveModel + Send,
 ) -> Result<Recorded, DbErr> {
-    crate::transaction!(db, async move |e| {
-        let done = write(e, call_id, outcome, now, None).await?;
-        if let Done::Commit(Recorded { moved: true, .. }) = &done
-            && let Some(left) = Left::of(outcome)
-        {
-            e.exec(&admin_audit::Entity::insert(audit(&left))).await?;
+    // Built once: its id is how a decision whose commit lost its answer is found to have landed.
+    let row = Left::of(outcome).map(|left| audit(&left));
+    let audit_id = row.as_ref().and_then(|r| match &r.id {
+        ActiveValue::Set(id) | ActiveValue::Unchanged(id) => Some(*id),
+        ActiveValue::NotSet => None,
+    });
+    let decide = || {
+        let row = row.clone();
+        async move {
+            crate::transaction!(db, async move |e| {
+                let done = write(e, call_id, outcome, now, None).await?;
+                if let (Done::Commit(Recorded { moved: true, .. }), Some(row)) = (&done, row) {
+                    e.exec(&admin_audit::Entity::insert(row)).await?;
+                }
+                Ok(done)
+            })
         }
-        Ok(done)
-    })
+    };
+    let what = "an operator's decision";
+    let (recorded, maybe_written) = outage::knowing(what, OPERATOR_RIDE_OUT, decide).await?;
+    // Written again, it found the payment decided: by the attempt whose answer was lost when
+    // that attempt's audit row is there (the same decision, this operator's), else by another.
+    if maybe_written
+        && !recorded.moved
+        && let Some(id) = audit_id
+    {
+        let ours = outage::read_knowing(true, what, OPERATOR_RIDE_OUT, || {
+            admin_audit::Entity::find_by_id(id).one(db)
+        })
+        .await?;
+        if ours.is_some() {
+            tracing::warn!(%call_id, "an operator's decision lost its answer; it was written");
+            return Ok(Recorded {
+                moved: true,
+                started: None,
+            });
+        }
+    }
+    Ok(recorded)
 }
+
+/// How long an operator's decision whose commit lost its answer is written again through a
+/// blip before the operator is told the database is unavailable.
+const OPERATOR_RIDE_OUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A settled payment's status: `unsettled` when it was only verified here (development).
 fn paid(local: bool) -> PaymentStatus {

@@ -1,0 +1,89 @@
+//! An operator's decision on an unknown payment whose commit loses its answer (the third
+//! outcome, as `lost_answers.rs` stages it for the paid call). The decision and its audit row
+//! are one transaction; the server carried it out, and the api could not know. It used to
+//! answer 503, and the operator's retry was refused (409, "the payment is settled, not waiting
+//! for an operator"): the decision stood without its answer, and the settled call waited for
+//! the recovery sweep to push its job. Now the decision is written again through the blip and
+//! finds its own audit row: the operator is answered, and the call runs at once.
+//!
+//! PostgreSQL only (`GROVE_TEST_DB=postgres`).
+
+use grove_tests::{
+    ADMIN_TOKEN,
+    facilitator::SettleScript,
+    llm::caller_body,
+    paid::{Options, spawn_paid},
+    pg_proxy::Cut,
+    wait_until,
+};
+use serde_json::{Value, json};
+
+const CALL: &str = "/api/v1/agents/mary/call";
+
+/// Text only an outcome's write onto its payment has (`grove_common::ledger::settlement`).
+const PAYMENT_OUTCOME: &str = r#"UPDATE "payments" SET "updated_at" = $1, "status" = $2"#;
+
+#[tokio::test]
+async fn an_operators_decision_whose_commit_lost_its_answer_is_answered_and_acted_on_once() {
+    if grove_tests::db::backend() != "postgres" {
+        eprintln!("PostgreSQL only: GROVE_TEST_DB=postgres");
+        return;
+    }
+    let rig = spawn_paid(Options {
+        deadline_s: 2,
+        // No BASE_RPC_URL: the operator's word decides.
+        fake_chain: false,
+        db_proxy: true,
+        extra_env: vec![("X402_FACILITATOR_TIMEOUT_S".into(), "1".into())],
+        ..Default::default()
+    })
+    .await;
+    let proxy = rig.db_proxy.clone().expect("the database behind a proxy");
+    rig.facilitator.script(SettleScript::Down);
+    let r = rig
+        .pay_and_call(CALL, &caller_body("diagnose_growth"), Some("k1"))
+        .await;
+    assert_eq!(r.status(), 504, "the outcome is unknown");
+    let answer: Value = r.json().await.expect("json");
+    let receipt = answer["error"]["receipt"]["url"]
+        .as_str()
+        .expect("receipt")
+        .to_owned();
+    let admin = async |method: &str, path: &str, body: Option<Value>| {
+        let url = rig.app.admin_url(path);
+        let req = match method {
+            "GET" => rig.app.client.get(url),
+            _ => rig.app.client.post(url).json(&body.unwrap_or(Value::Null)),
+        };
+        let r = req.bearer_auth(ADMIN_TOKEN).send().await.expect("reaches");
+        let status = r.status().as_u16();
+        (status, r.json::<Value>().await.expect("JSON answer"))
+    };
+    let (_, listed) = admin("GET", "/admin/v1/payments", None).await;
+    let id = listed["payments"][0]["id"].as_str().expect("id").to_owned();
+
+    proxy.cut_next(PAYMENT_OUTCOME, Cut::CommitLost);
+    let transaction = format!("0x{}", "ab".repeat(32));
+    let order = json!({"outcome": "settled", "transaction": transaction, "reason": "the facilitator's dashboard shows the transfer"});
+    let path = format!("/admin/v1/payments/{id}/resolve");
+    let (status, done) = admin("POST", &path, Some(order)).await;
+    assert_eq!(proxy.cuts(), 1, "the decision's commit was cut");
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["payment"]["status"], "settled", "{done}");
+    assert_eq!(
+        done["payment"]["transaction"],
+        transaction.as_str(),
+        "{done}"
+    );
+
+    // The settled call runs, once.
+    wait_until("the settled call's result", async || {
+        rig.app.get_json(&receipt).await["status"] == "completed"
+    })
+    .await;
+    assert_eq!(rig.llm.received(), 1, "one model call");
+    let (_, audit) = admin("GET", "/admin/v1/audit", None).await;
+    let entries = audit["entries"].as_array().expect("entries");
+    assert_eq!(entries.len(), 1, "one decision, recorded once: {audit}");
+    assert_eq!(entries[0]["after"]["status"], "settled", "{audit}");
+}
