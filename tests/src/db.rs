@@ -29,6 +29,15 @@ pub fn backend() -> String {
     std::env::var("GROVE_TEST_DB").unwrap_or_else(|_| "sqlite".into())
 }
 
+/// True on PostgreSQL; elsewhere says why a PostgreSQL-only test does nothing, and is false.
+pub fn postgres_only() -> bool {
+    let on = backend() == "postgres";
+    if !on {
+        eprintln!("PostgreSQL only: GROVE_TEST_DB=postgres");
+    }
+    on
+}
+
 impl TestDb {
     /// A database on the backend `GROVE_TEST_DB` names.
     pub async fn new() -> Self {

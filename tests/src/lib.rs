@@ -179,6 +179,28 @@ impl TestApp {
             .expect("GET reaches the admin listener")
     }
 
+    /// A request on the admin listener as alice (`ADMIN_TOKEN`): GET, or POST with `body` as
+    /// JSON. Its status and JSON answer.
+    pub async fn admin(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        let url = self.admin_url(path);
+        let req = match method {
+            "GET" => self.client.get(url),
+            _ => self
+                .client
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body.unwrap_or(serde_json::Value::Null).to_string()),
+        };
+        let r = req.bearer_auth(ADMIN_TOKEN).send().await.expect("reaches");
+        let status = r.status().as_u16();
+        (status, r.json().await.expect("JSON answer"))
+    }
+
     /// The admin listener's `/metrics` text.
     pub async fn metrics(&self) -> String {
         let r = self.admin_get("/metrics").await;
@@ -361,4 +383,14 @@ pub fn free_port() -> u16 {
 pub async fn serve_loopback(app: axum::Router) -> (String, oneshot::Sender<()>) {
     let (url, stop, _) = loopback::serve_on_port_0(app).await;
     (url, stop)
+}
+
+/// The receipt URL of a paid call that answered 504 (its outcome not known in time: `why`).
+pub async fn receipt_of_504(r: reqwest::Response, why: &str) -> String {
+    assert_eq!(r.status(), 504, "{why}");
+    let answer: serde_json::Value = r.json().await.expect("json");
+    answer["error"]["receipt"]["url"]
+        .as_str()
+        .expect("a receipt")
+        .to_owned()
 }

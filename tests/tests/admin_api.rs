@@ -6,7 +6,7 @@
 use chrono::{DateTime, Duration as Days, TimeZone, Utc};
 use grove_common::clock::Clock;
 use grove_tests::{
-    ADMIN_TOKEN, action_body,
+    action_body,
     facilitator::SettleScript,
     llm::caller_body,
     paid::{Options, PaidApp, spawn_paid},
@@ -34,19 +34,7 @@ fn review_body(rig: &PaidApp, phone: &str) -> Value {
 
 /// An admin API request as alice: its status and JSON body.
 async fn admin(rig: &PaidApp, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-    let url = rig.app.admin_url(path);
-    let req = match method {
-        "GET" => rig.app.client.get(url),
-        _ => rig
-            .app
-            .client
-            .post(url)
-            .header("content-type", "application/json")
-            .body(body.unwrap_or(Value::Null).to_string()),
-    };
-    let r = req.bearer_auth(ADMIN_TOKEN).send().await.expect("reaches");
-    let status = r.status().as_u16();
-    (status, r.json().await.expect("JSON answer"))
+    rig.app.admin(method, path, body).await
 }
 
 fn paths(body: &Value) -> Vec<&str> {
@@ -200,12 +188,7 @@ async fn an_unknown_payment_is_listed_and_resolved_on_the_operators_word_without
     rig.facilitator.script(SettleScript::Down);
     let body = caller_body("diagnose_growth");
     let r = rig.pay_and_call(CALL, &body, Some("k1")).await;
-    assert_eq!(r.status(), 504, "the outcome is unknown");
-    let answer: Value = r.json().await.expect("json");
-    let receipt_url = answer["error"]["receipt"]["url"]
-        .as_str()
-        .expect("receipt")
-        .to_owned();
+    let receipt_url = grove_tests::receipt_of_504(r, "the outcome is unknown").await;
 
     let (status, listed) = admin(&rig, "GET", "/admin/v1/payments", None).await;
     assert_eq!(status, 200);

@@ -63,12 +63,7 @@ async fn a_set_aside_payment_is_resolved_settled_only_with_the_transaction_the_c
     rig.facilitator.script(SettleScript::Down);
     let body = caller_body("diagnose_growth");
     let r = rig.pay_and_call(CALL, &body, Some("k")).await;
-    assert_eq!(r.status(), 504, "the settlement's outcome is unknown");
-    let answer: Value = r.json().await.expect("json");
-    let receipt_url = answer["error"]["receipt"]["url"]
-        .as_str()
-        .expect("receipt")
-        .to_owned();
+    let receipt_url = grove_tests::receipt_of_504(r, "the settlement's outcome is unknown").await;
     let config = Config::from_map(&rig.env).expect("config");
     let db = grove_common::db::connect(&config).await.expect("database");
 

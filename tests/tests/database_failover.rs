@@ -28,14 +28,6 @@ use std::{
 
 const PATH: &str = "/api/v1/agents/mary/call";
 
-fn postgres_only() -> bool {
-    if grove_tests::db::backend() != "postgres" {
-        eprintln!("PostgreSQL only: GROVE_TEST_DB=postgres");
-        return false;
-    }
-    true
-}
-
 struct Workers(Vec<(Child, String)>);
 
 impl Drop for Workers {
@@ -154,7 +146,7 @@ async fn pay_until_answered(paid: &PaidApp, payment: String, body: serde_json::V
 /// database goes away for 3 s and comes back; nothing restarts the workers.
 #[tokio::test]
 async fn a_postgres_restart_under_load_delivers_every_call_with_one_model_call_each_and_no_500() {
-    if !postgres_only() {
+    if !grove_tests::db::postgres_only() {
         return;
     }
     const CALLS: usize = 24;
@@ -249,7 +241,7 @@ async fn a_postgres_restart_under_load_delivers_every_call_with_one_model_call_e
 
 #[tokio::test]
 async fn while_the_database_is_down_a_paid_call_gets_503_with_retry_after_before_any_payment() {
-    if !postgres_only() {
+    if !grove_tests::db::postgres_only() {
         return;
     }
     let pg = PrivatePostgres::start();
@@ -289,7 +281,7 @@ async fn while_the_database_is_down_a_paid_call_gets_503_with_retry_after_before
 /// one model call.
 #[tokio::test]
 async fn a_settlement_answered_while_the_database_is_down_is_recorded_once_it_is_back() {
-    if !postgres_only() {
+    if !grove_tests::db::postgres_only() {
         return;
     }
     let pg = PrivatePostgres::start();
@@ -328,7 +320,7 @@ async fn a_settlement_answered_while_the_database_is_down_is_recorded_once_it_is
 
 #[tokio::test]
 async fn a_worker_whose_lock_connection_is_cut_takes_a_new_lock_and_keeps_working() {
-    if !postgres_only() {
+    if !grove_tests::db::postgres_only() {
         return;
     }
     let pg = PrivatePostgres::start();
@@ -358,7 +350,7 @@ async fn a_worker_whose_lock_connection_is_cut_takes_a_new_lock_and_keeps_workin
 
 #[tokio::test]
 async fn a_worker_exits_non_zero_when_the_database_stays_away_past_its_limit() {
-    if !postgres_only() {
+    if !grove_tests::db::postgres_only() {
         return;
     }
     let pg = PrivatePostgres::start();

@@ -50,8 +50,7 @@ const FAILURE: &str = r#""status" = $1, "error" = $2, "updated_at" = $3"#;
 /// short: a request that left its call to the recovery sweep (which pushes a lost job only after
 /// a whole deadline of quiet) or to a lapsing lease answers 504 first.
 async fn rig() -> Option<(PaidApp, PgProxy)> {
-    if grove_tests::db::backend() != "postgres" {
-        eprintln!("PostgreSQL only: GROVE_TEST_DB=postgres");
+    if !grove_tests::db::postgres_only() {
         return None;
     }
     let rig = spawn_paid(Options {

@@ -9,7 +9,6 @@
 //! PostgreSQL only (`GROVE_TEST_DB=postgres`).
 
 use grove_tests::{
-    ADMIN_TOKEN,
     facilitator::SettleScript,
     llm::caller_body,
     paid::{Options, spawn_paid},
@@ -25,8 +24,7 @@ const PAYMENT_OUTCOME: &str = r#"UPDATE "payments" SET "updated_at" = $1, "statu
 
 #[tokio::test]
 async fn an_operators_decision_whose_commit_lost_its_answer_is_answered_and_acted_on_once() {
-    if grove_tests::db::backend() != "postgres" {
-        eprintln!("PostgreSQL only: GROVE_TEST_DB=postgres");
+    if !grove_tests::db::postgres_only() {
         return;
     }
     let rig = spawn_paid(Options {
@@ -43,21 +41,9 @@ async fn an_operators_decision_whose_commit_lost_its_answer_is_answered_and_acte
     let r = rig
         .pay_and_call(CALL, &caller_body("diagnose_growth"), Some("k1"))
         .await;
-    assert_eq!(r.status(), 504, "the outcome is unknown");
-    let answer: Value = r.json().await.expect("json");
-    let receipt = answer["error"]["receipt"]["url"]
-        .as_str()
-        .expect("receipt")
-        .to_owned();
+    let receipt = grove_tests::receipt_of_504(r, "the outcome is unknown").await;
     let admin = async |method: &str, path: &str, body: Option<Value>| {
-        let url = rig.app.admin_url(path);
-        let req = match method {
-            "GET" => rig.app.client.get(url),
-            _ => rig.app.client.post(url).json(&body.unwrap_or(Value::Null)),
-        };
-        let r = req.bearer_auth(ADMIN_TOKEN).send().await.expect("reaches");
-        let status = r.status().as_u16();
-        (status, r.json::<Value>().await.expect("JSON answer"))
+        rig.app.admin(method, path, body).await
     };
     let (_, listed) = admin("GET", "/admin/v1/payments", None).await;
     let id = listed["payments"][0]["id"].as_str().expect("id").to_owned();

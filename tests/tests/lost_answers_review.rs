@@ -41,8 +41,7 @@ fn monday_afternoon() -> DateTime<Utc> {
 }
 
 async fn rig() -> Option<(PaidApp, PgProxy)> {
-    if grove_tests::db::backend() != "postgres" {
-        eprintln!("PostgreSQL only: GROVE_TEST_DB=postgres");
+    if !grove_tests::db::postgres_only() {
         return None;
     }
     let rig = spawn_paid(Options {

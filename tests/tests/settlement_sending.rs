@@ -326,12 +326,7 @@ async fn reconciliation_replaces_a_stuck_transaction_and_follows_every_version()
             )
             .await;
     });
-    assert_eq!(paid.status(), 504, "unknown, never a 402");
-    let answer: Value = paid.json().await.expect("json");
-    let receipt_url = answer["error"]["receipt"]["url"]
-        .as_str()
-        .expect("receipt")
-        .to_owned();
+    let receipt_url = grove_tests::receipt_of_504(paid, "unknown, never a 402").await;
     let db = grove_common::db::connect_url(&rig.db.url)
         .await
         .expect("database");
