@@ -25,6 +25,8 @@ pub struct Inner {
     /// Precomputed `x-{service}-sandbox`.
     pub sandbox_header: String,
     pub db: DatabaseConnection,
+    /// New calls' claims on `db` (one statement for many on PostgreSQL: `ledger::Claims`).
+    pub claims: grove_common::ledger::Claims,
     pub queue: JobQueue,
     pub completions: Completions,
     /// Moves the money: a facilitator, our own settlement on chain, or the development default.

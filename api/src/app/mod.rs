@@ -142,6 +142,7 @@ impl Application {
             schemas,
             published,
             sandbox_header,
+            claims: grove_common::ledger::Claims::new(db.clone()),
             db,
             queue,
             completions,

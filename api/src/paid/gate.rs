@@ -219,7 +219,7 @@ async fn reserve(
         };
         let (window_start, now) = (state.clock.now(), state.clock.wall());
         let span = grove_common::telemetry::db_span(&state.db, "INSERT", "calls");
-        let claim = ledger::claim(&state.db, scope, call, pay, window_start, now)
+        let claim = ledger::claim(&state.claims, scope, call, pay, window_start, now)
             .instrument(span)
             .await?;
         if !matches!(claim, Claim::Vacated) || tries == CLAIM_TRIES {

@@ -1,6 +1,7 @@
 //! Database access: connecting (SQLite by default, PostgreSQL through `DATABASE_URL`) and the
 //! entities. Migrations live in the `migrations` crate and run before anything else touches it.
 
+pub mod batch;
 pub mod calls;
 pub mod entities;
 pub mod liveness;

@@ -2,6 +2,7 @@
 //! receipt, in one transaction, or who already holds the scope or the authorization.
 
 use super::{
+    claim_batch::Claims,
     claim_pg::{self, Written},
     status::{CallKind, CallStatus, PaymentStatus},
 };
@@ -81,7 +82,7 @@ fn existing(record: idempotency::Model) -> Claim {
 /// the clock's service reading, which measures the idempotency windows (tests move it); the
 /// records themselves carry `now`, its wall reading.
 pub async fn claim(
-    db: &DatabaseConnection,
+    claims: &Claims,
     scope: Scope<'_>,
     call: NewCall,
     pay: NewPayment,
@@ -113,6 +114,7 @@ pub async fn claim(
         updated_at: now,
         completed_at: None,
     };
+    let db = claims.db();
     let written = if db.get_database_backend() == DbBackend::Postgres {
         let row = claim_pg::Row {
             scope: scope.to_owned(),
@@ -136,7 +138,7 @@ pub async fn claim(
             receipt_id: receipt_id.clone(),
             request_id: model.request_id.clone(),
         };
-        claim_pg::write_knowing(db, &row).await?
+        claim_pg::write_knowing(claims, &row).await?
     } else {
         // On the caller's thread: no answer travels back over a connection to be lost.
         let writes = writes(scope, &model, pay, window_start, window, now);

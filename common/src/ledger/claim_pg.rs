@@ -5,7 +5,10 @@
 //! transaction around it. The same writes as `claim::write`, which SQLite runs on the caller's
 //! thread.
 
-use super::status::{CallKind, CallStatus, PaymentStatus};
+use super::{
+    claim_batch::Claims,
+    status::{CallKind, CallStatus, PaymentStatus},
+};
 use crate::{
     catalog::{CoachId, ModeId},
     db::outage,
@@ -96,7 +99,7 @@ pub(super) enum Written {
 /// The SQLSTATE of `grove_claim_refused` (migration `m20261125_000010_claim_refusal`).
 const REFUSED: &str = "GR001";
 /// Written into the statement as an SQL string literal: no quotes.
-const REFUSED_NONCE_USED: &str = "nonce_used";
+pub(super) const REFUSED_NONCE_USED: &str = "nonce_used";
 
 /// Whether `e` is the claim refusing itself (`REFUSED`), not a failure.
 fn refused(e: &DbErr) -> bool {
@@ -119,14 +122,12 @@ pub(super) const RIDE_OUT: std::time::Duration = std::time::Duration::from_secs(
 /// attempt whose answer was lost (the connection failed under the statement) may have
 /// committed, so the same writes, with the same ids, are sent again through the blip. Finding
 /// the scope held then may mean finding this claim's own record (`claim::claim` reads whose).
-pub(super) async fn write_knowing(
-    db: &DatabaseConnection,
-    row: &Row,
-) -> Result<(Written, bool), DbErr> {
-    outage::knowing("a claim", RIDE_OUT, || write(db, row.clone())).await
+pub(super) async fn write_knowing(claims: &Claims, row: &Row) -> Result<(Written, bool), DbErr> {
+    outage::knowing("a claim", RIDE_OUT, || claims.write(row.clone())).await
 }
 
-async fn write(db: &DatabaseConnection, row: Row) -> Result<Written, DbErr> {
+/// One claim's statement (a batch of one, or a member claimed alone: `claim_batch`).
+pub(super) async fn write(db: &DatabaseConnection, row: Row) -> Result<Written, DbErr> {
     let values: [Value; 21] = [
         row.scope.into(),
         row.call_id.into(),

@@ -17,6 +17,7 @@
 
 mod call;
 mod claim;
+mod claim_batch;
 mod claim_pg;
 pub mod from;
 mod pg;
@@ -26,6 +27,7 @@ pub mod status;
 
 pub use call::{Start, complete, fail, reopen_failed, start_attempt, start_settled, take_over};
 pub use claim::{Claim, NewCall, NewPayment, Scope, claim};
+pub use claim_batch::Claims;
 pub use from as call_from;
 pub use reorg::{TransferStanding, WATCHED_FROM, Watched, record_standing};
 pub use settlement::{

@@ -26,7 +26,7 @@ use uuid::Uuid;
 /// (`ledger::claim`). `window_start` is the clock's service reading, which measures the
 /// idempotency windows (tests move it); the records themselves carry `now`, its wall reading.
 pub async fn claim(
-    db: &DatabaseConnection,
+    claims: &ledger::Claims,
     scope: &Scope,
     call: NewCall,
     pay: NewPayment,
@@ -37,7 +37,7 @@ pub async fn claim(
         key: &scope.key,
         window: scope.window,
     };
-    ledger::claim(db, scope, call, pay, window_start, now).await
+    ledger::claim(claims, scope, call, pay, window_start, now).await
 }
 
 pub async fn payment_for(

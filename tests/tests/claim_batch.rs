@@ -1,0 +1,242 @@
+//! Claims that arrive together share one statement on PostgreSQL (`ledger::Claims`, issue 31),
+//! and each gets the answer it would have got alone: a new call, the scope's holder, or the
+//! authorization used, with nothing kept of a refused claim; a race the batch cannot see undoes
+//! the batch, and a lost answer is each member's lost answer. PostgreSQL only (SQLite's claims
+//! are written by their callers, together by group commit).
+//!
+//! The tests run on one thread: every claim of a `join_all` reaches the batcher before its
+//! runner does, so what shares a statement is known without timing anything.
+
+use chrono::Utc;
+use futures::future::join_all;
+use grove_common::{
+    db::entities::{call, idempotency, payment},
+    ledger::{self, CallKind, Claim, Claims, NewCall, NewPayment, PaymentStatus, Scope},
+};
+use grove_tests::{
+    TestDb,
+    pg_proxy::{Cut, PgProxy},
+};
+use sea_orm::{ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait, TransactionTrait};
+use std::time::Duration;
+use uuid::Uuid;
+
+const PAYER: &str = "0x00000000000000000000000000000000000000aa";
+
+/// What a claim of `scope` paid by the authorization `nonce` answered, tagged for assertions.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    New(Uuid),
+    Existing(Uuid),
+    NonceUsed,
+    Vacated,
+}
+
+async fn claim(claims: &Claims, scope: &str, nonce: &str) -> Answer {
+    let call = NewCall {
+        kind: CallKind::Coaching,
+        agent: None,
+        mode: None,
+        payer: PAYER.into(),
+        request_hash: format!("hash-{scope}"),
+        request: serde_json::json!({"messages": [{"role": "user", "content": scope}]}),
+        request_id: format!("req-{scope}-{nonce}"),
+    };
+    let pay = NewPayment {
+        nonce: nonce.into(),
+        amount: "180000".into(),
+        network: "eip155:8453".into(),
+        x402_version: 2,
+        settle_request: serde_json::json!({"x402Version": 2, "nonce": nonce}),
+        valid_before: 4_000_000_000,
+    };
+    let scope = Scope {
+        key: scope,
+        window: Duration::from_secs(86_400),
+    };
+    let now = Utc::now();
+    match ledger::claim(claims, scope, call, pay, now, now)
+        .await
+        .expect("a claim answers")
+    {
+        Claim::New(call) => Answer::New(call.id),
+        Claim::Existing { call_id, .. } => Answer::Existing(call_id),
+        Claim::NonceUsed => Answer::NonceUsed,
+        Claim::Vacated => Answer::Vacated,
+    }
+}
+
+fn new_id(a: &Answer) -> Uuid {
+    match a {
+        Answer::New(id) => *id,
+        other => panic!("expected a new call, got {other:?}"),
+    }
+}
+
+async fn scope_kept(db: &DatabaseConnection, scope: &str) -> bool {
+    idempotency::Entity::find_by_id(scope.to_owned())
+        .one(db)
+        .await
+        .expect("read")
+        .is_some()
+}
+
+/// The call, its reserved payment and its receipt are stored for a new call.
+async fn assert_recorded(db: &DatabaseConnection, id: Uuid, nonce: &str) {
+    let call = call::Entity::find_by_id(id).one(db).await.expect("read");
+    assert!(call.is_some(), "call {id} is stored");
+    let payments = payment::Entity::find().all(db).await.expect("read");
+    let paid = payments
+        .iter()
+        .find(|p| p.nonce == nonce)
+        .expect("its payment");
+    assert_eq!(paid.call_id, id);
+    assert_eq!(paid.status, PaymentStatus::INITIAL);
+}
+
+#[tokio::test]
+async fn claims_that_arrive_together_share_a_statement_and_each_keeps_its_own_answer() {
+    if !grove_tests::db::postgres_only() {
+        return;
+    }
+    let (_test_db, db) = TestDb::migrated().await;
+    let claims = Claims::new(db.clone());
+    // Alone, before: a call to repeat, and an authorization used by another scope.
+    let earlier = new_id(&claim(&claims, "earlier", "n-earlier").await);
+    let used = new_id(&claim(&claims, "used", "n-used").await);
+    assert_eq!(claims.shared(), 0, "a lone claim runs the single statement");
+
+    let fresh: Vec<(String, String)> = (0..16)
+        .map(|i| (format!("fresh-{i}"), format!("n-fresh-{i}")))
+        .collect();
+    let mut together: Vec<_> = fresh.iter().map(|(s, n)| claim(&claims, s, n)).collect();
+    // A new scope; the same scope with another authorization; another scope with the first's
+    // authorization; a scope paid by an authorization another call holds; a repeat.
+    together.push(claim(&claims, "a", "n-a"));
+    together.push(claim(&claims, "a", "n-b"));
+    together.push(claim(&claims, "g", "n-a"));
+    together.push(claim(&claims, "c", "n-used"));
+    together.push(claim(&claims, "earlier", "n-earlier"));
+    let answers = join_all(together).await;
+
+    for ((_, nonce), answer) in fresh.iter().zip(&answers) {
+        assert_recorded(&db, new_id(answer), nonce).await;
+    }
+    let a = new_id(&answers[16]);
+    assert_recorded(&db, a, "n-a").await;
+    assert_eq!(answers[17], Answer::Existing(a), "the scope's holder");
+    assert_eq!(
+        answers[18],
+        Answer::NonceUsed,
+        "the authorization paid for a"
+    );
+    assert_eq!(
+        answers[19],
+        Answer::NonceUsed,
+        "the authorization paid for another"
+    );
+    assert_eq!(answers[20], Answer::Existing(earlier), "a repeat");
+    assert!(
+        !scope_kept(&db, "g").await,
+        "a refused claim keeps no scope"
+    );
+    assert!(
+        !scope_kept(&db, "c").await,
+        "a refused claim keeps no scope"
+    );
+    // The sixteen and `a` shared one statement; the rest were claimed alone.
+    assert_eq!(claims.shared(), 17);
+    assert_eq!(call::Entity::find().count(&db).await.expect("count"), 19);
+    assert_eq!(payment::Entity::find().count(&db).await.expect("count"), 19);
+    assert_ne!(earlier, used);
+}
+
+/// The one case the batch's own check cannot see: an authorization reserved by a transaction
+/// that commits while the batch waits on it. The batch raises, nothing of it stays, and each
+/// member is claimed alone with the single claim's answer.
+#[tokio::test]
+async fn a_race_for_an_authorization_undoes_the_batch_and_each_is_claimed_alone() {
+    if !grove_tests::db::postgres_only() {
+        return;
+    }
+    let (_test_db, db) = TestDb::migrated().await;
+    let claims = Claims::new(db.clone());
+    let other = db.begin().await.expect("a transaction");
+    other
+        .execute_unprepared(&format!(
+            r#"INSERT INTO "payments" ("id", "call_id", "payer", "nonce", "amount", "network",
+                "x402_version", "status", "settle_request", "valid_before", "checks",
+                "created_at", "updated_at")
+            VALUES (gen_random_uuid(), gen_random_uuid(), '{PAYER}', 'n-race', '180000',
+                'eip155:8453', 2, 'reserved', '{{}}', 4000000000, 0, now(), now())"#
+        ))
+        .await
+        .expect("the other reservation");
+    let mut pairs: Vec<(String, String)> = (0..3)
+        .map(|i| (format!("r-fresh-{i}"), format!("n-r-{i}")))
+        .collect();
+    pairs.push(("r".into(), "n-race".into()));
+    let together = tokio::spawn({
+        let claims = claims.clone();
+        async move { join_all(pairs.iter().map(|(s, n)| claim(&claims, s, n))).await }
+    });
+    // Something waits on the other transaction's row: the batch's insert of the payment.
+    let waiting = loop {
+        let waiting = db
+            .query_all_raw(sea_orm::Statement::from_string(
+                sea_orm::DbBackend::Postgres,
+                "SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+            ))
+            .await
+            .expect("read");
+        if let Some(row) = waiting.first() {
+            break row.try_get::<String>("", "query").expect("its text");
+        }
+        assert!(
+            !together.is_finished(),
+            "no claim waited on the reservation"
+        );
+        tokio::task::yield_now().await;
+    };
+    assert!(
+        waiting.contains("json_to_recordset"),
+        "the batch waits, not a claim alone: {waiting:.80}"
+    );
+    other.commit().await.expect("commit");
+    let answers = together.await.expect("claims");
+    for (i, answer) in answers[..3].iter().enumerate() {
+        assert_recorded(&db, new_id(answer), &format!("n-r-{i}")).await;
+    }
+    assert_eq!(answers[3], Answer::NonceUsed);
+    assert!(
+        !scope_kept(&db, "r").await,
+        "the refused claim keeps no scope"
+    );
+    assert_eq!(claims.shared(), 0, "every member was claimed alone");
+}
+
+/// A batch whose answer is lost after it committed: each member learns that its own call holds
+/// its scope, and nothing is written twice.
+#[tokio::test]
+async fn a_batch_whose_answer_is_lost_gives_each_member_its_own_call() {
+    if !grove_tests::db::postgres_only() {
+        return;
+    }
+    let (test_db, db) = TestDb::migrated().await;
+    let proxy = PgProxy::in_front_of(&test_db.url).await;
+    let through = grove_common::db::connect_url(&proxy.url_for(&test_db.url))
+        .await
+        .expect("through the proxy");
+    let claims = Claims::new(through);
+    proxy.cut_next("json_to_recordset", Cut::AnswerLost);
+    let answers = join_all((0..5).map(|i| {
+        let claims = &claims;
+        async move { claim(claims, &format!("lost-{i}"), &format!("n-lost-{i}")).await }
+    }))
+    .await;
+    assert_eq!(proxy.cuts(), 1, "the batch's answer was lost");
+    for (i, answer) in answers.iter().enumerate() {
+        assert_recorded(&db, new_id(answer), &format!("n-lost-{i}")).await;
+    }
+    assert_eq!(call::Entity::find().count(&db).await.expect("count"), 5);
+}
