@@ -76,6 +76,10 @@ pub const MAX_WORKER_CONCURRENCY: usize = 100_000;
 /// and 32 made 615-616, PostgreSQL's CPU per call rising with each step.
 pub const DEFAULT_DATABASE_POOL: u32 = 8;
 
+/// New calls' claims one PostgreSQL statement may carry by default (`DATABASE_CLAIM_BATCH`,
+/// `ledger::Claims`): a lone claim runs alone, and claims that queue share a statement.
+pub const DEFAULT_CLAIM_BATCH: usize = 64;
+
 /// SQLite's `synchronous` level in WAL mode (the README argues the default).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SqliteSync {
@@ -104,6 +108,9 @@ pub struct Config {
     pub sqlite_sync: SqliteSync,
     /// `DATABASE_POOL_SIZE`: PostgreSQL connections this process keeps (1-256; SQLite has one).
     pub database_pool: u32,
+    /// `DATABASE_CLAIM_BATCH`: new calls' claims one PostgreSQL statement may carry (1-1024; 1
+    /// writes each alone).
+    pub claim_batch: usize,
     /// `None`: jobs run in-process on the embedded backend.
     pub redis_url: Option<Secret>,
     /// Prefix of every Redis key and channel, so several deployments can share one Redis.
@@ -281,6 +288,12 @@ impl Config {
             DEFAULT_DATABASE_POOL,
             256,
         )?;
+        let claim_batch: usize = count_between(
+            "DATABASE_CLAIM_BATCH",
+            var("DATABASE_CLAIM_BATCH"),
+            DEFAULT_CLAIM_BATCH,
+            1024,
+        )?;
         let sqlite_sync = match var("SQLITE_SYNCHRONOUS").as_deref() {
             None | Some("normal") => SqliteSync::Normal,
             Some("full") => SqliteSync::Full,
@@ -312,6 +325,7 @@ impl Config {
             database_url: var("DATABASE_URL").map(Secret::new),
             sqlite_sync,
             database_pool,
+            claim_batch,
             redis_url: var("REDIS_URL").map(Secret::new),
             queue_namespace,
             network,

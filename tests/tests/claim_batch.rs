@@ -100,7 +100,7 @@ async fn claims_that_arrive_together_share_a_statement_and_each_keeps_its_own_an
         return;
     }
     let (_test_db, db) = TestDb::migrated().await;
-    let claims = Claims::new(db.clone());
+    let claims = Claims::new(db.clone(), 64);
     // Alone, before: a call to repeat, and an authorization used by another scope.
     let earlier = new_id(&claim(&claims, "earlier", "n-earlier").await);
     let used = new_id(&claim(&claims, "used", "n-used").await);
@@ -160,7 +160,7 @@ async fn a_race_for_an_authorization_undoes_the_batch_and_each_is_claimed_alone(
         return;
     }
     let (_test_db, db) = TestDb::migrated().await;
-    let claims = Claims::new(db.clone());
+    let claims = Claims::new(db.clone(), 64);
     let other = db.begin().await.expect("a transaction");
     other
         .execute_unprepared(&format!(
@@ -227,7 +227,7 @@ async fn a_batch_whose_answer_is_lost_gives_each_member_its_own_call() {
     let through = grove_common::db::connect_url(&proxy.url_for(&test_db.url))
         .await
         .expect("through the proxy");
-    let claims = Claims::new(through);
+    let claims = Claims::new(through, 64);
     proxy.cut_next("json_to_recordset", Cut::AnswerLost);
     let answers = join_all((0..5).map(|i| {
         let claims = &claims;

@@ -137,12 +137,13 @@ impl Application {
         let limits = crate::limits::Limits::new(&config.limits);
         let admission = crate::paid::admission::Admission::new(config.call_deadline, &queue);
         completions.backstop(db.clone(), stop.subscribe());
+        let claims = grove_common::ledger::Claims::new(db.clone(), config.claim_batch);
         let state = AppState::new(Inner {
             config,
             schemas,
             published,
             sandbox_header,
-            claims: grove_common::ledger::Claims::new(db.clone()),
+            claims,
             db,
             queue,
             completions,

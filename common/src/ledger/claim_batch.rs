@@ -40,8 +40,6 @@ use std::{
     },
 };
 
-/// Claims in one statement at most. Its cost grows with them; the round trip does not.
-const MAX_BATCH: usize = 64;
 /// Batches run at once: one writing while the next gathers, and a second so that a commit's
 /// flush does not stop every claim.
 const IN_FLIGHT: usize = 2;
@@ -56,13 +54,15 @@ pub struct Claims {
 }
 
 impl Claims {
-    pub fn new(db: DatabaseConnection) -> Self {
+    /// `max_batch` claims in a statement at most (`DATABASE_CLAIM_BATCH`; 1: each alone). Its
+    /// cost grows with them; the round trip does not.
+    pub fn new(db: DatabaseConnection, max_batch: usize) -> Self {
         let shared = Arc::new(AtomicU64::new(0));
         let batch = (db.get_database_backend() == DbBackend::Postgres).then(|| {
             let (on, counted) = (db.clone(), Arc::clone(&shared));
             let run: Run<Row, Result<Written, DbErr>> =
                 Arc::new(move |rows| Box::pin(run(on.clone(), Arc::clone(&counted), rows)));
-            Batcher::new(MAX_BATCH, IN_FLIGHT, run)
+            Batcher::new(max_batch, IN_FLIGHT, run)
         });
         Self { db, batch, shared }
     }
