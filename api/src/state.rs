@@ -27,6 +27,8 @@ pub struct Inner {
     pub db: DatabaseConnection,
     /// New calls' claims on `db` (one statement for many on PostgreSQL: `ledger::Claims`).
     pub claims: grove_common::ledger::Claims,
+    /// Paid calls' settled outcomes on `db` (one statement for many on PostgreSQL).
+    pub outcomes: grove_common::ledger::Outcomes,
     pub queue: JobQueue,
     pub completions: Completions,
     /// Moves the money: a facilitator, our own settlement on chain, or the development default.

@@ -76,9 +76,10 @@ pub const MAX_WORKER_CONCURRENCY: usize = 100_000;
 /// and 32 made 615-616, PostgreSQL's CPU per call rising with each step.
 pub const DEFAULT_DATABASE_POOL: u32 = 8;
 
-/// New calls' claims one PostgreSQL statement may carry by default (`DATABASE_CLAIM_BATCH`,
-/// `ledger::Claims`): a lone claim runs alone, and claims that queue share a statement.
-pub const DEFAULT_CLAIM_BATCH: usize = 64;
+/// Paid calls' claims (or settled outcomes) one PostgreSQL statement may carry by default
+/// (`DATABASE_WRITE_BATCH`, `ledger::Claims`, `ledger::Outcomes`): a lone write runs alone, and
+/// writes that queue share a statement.
+pub const DEFAULT_WRITE_BATCH: usize = 64;
 
 /// SQLite's `synchronous` level in WAL mode (the README argues the default).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -108,9 +109,9 @@ pub struct Config {
     pub sqlite_sync: SqliteSync,
     /// `DATABASE_POOL_SIZE`: PostgreSQL connections this process keeps (1-256; SQLite has one).
     pub database_pool: u32,
-    /// `DATABASE_CLAIM_BATCH`: new calls' claims one PostgreSQL statement may carry (1-1024; 1
-    /// writes each alone).
-    pub claim_batch: usize,
+    /// `DATABASE_WRITE_BATCH`: paid calls' claims, or their settled outcomes, one PostgreSQL
+    /// statement may carry (1-1024; 1 writes each alone).
+    pub write_batch: usize,
     /// `None`: jobs run in-process on the embedded backend.
     pub redis_url: Option<Secret>,
     /// Prefix of every Redis key and channel, so several deployments can share one Redis.
@@ -288,10 +289,10 @@ impl Config {
             DEFAULT_DATABASE_POOL,
             256,
         )?;
-        let claim_batch: usize = count_between(
-            "DATABASE_CLAIM_BATCH",
-            var("DATABASE_CLAIM_BATCH"),
-            DEFAULT_CLAIM_BATCH,
+        let write_batch: usize = count_between(
+            "DATABASE_WRITE_BATCH",
+            var("DATABASE_WRITE_BATCH"),
+            DEFAULT_WRITE_BATCH,
             1024,
         )?;
         let sqlite_sync = match var("SQLITE_SYNCHRONOUS").as_deref() {
@@ -325,7 +326,7 @@ impl Config {
             database_url: var("DATABASE_URL").map(Secret::new),
             sqlite_sync,
             database_pool,
-            claim_batch,
+            write_batch,
             redis_url: var("REDIS_URL").map(Secret::new),
             queue_namespace,
             network,

@@ -137,13 +137,15 @@ impl Application {
         let limits = crate::limits::Limits::new(&config.limits);
         let admission = crate::paid::admission::Admission::new(config.call_deadline, &queue);
         completions.backstop(db.clone(), stop.subscribe());
-        let claims = grove_common::ledger::Claims::new(db.clone(), config.claim_batch);
+        let claims = grove_common::ledger::Claims::new(db.clone(), config.write_batch);
+        let outcomes = grove_common::ledger::Outcomes::new(db.clone(), config.write_batch);
         let state = AppState::new(Inner {
             config,
             schemas,
             published,
             sandbox_header,
             claims,
+            outcomes,
             db,
             queue,
             completions,

@@ -297,7 +297,8 @@ async fn settle_and_wait(
     let now = state.clock.wall();
     let span = grove_common::telemetry::db_span(&state.db, "UPDATE", "payments");
     let recorded = Box::pin(
-        ledger::record_paid_outcome(&state.db, call.id, &outcome, now, runner).instrument(span),
+        ledger::record_paid_outcome(&state.outcomes, call.id, &outcome, now, runner)
+            .instrument(span),
     )
     .await?;
     if matches!(recorded, PaidRecord::MaybeMoved) {

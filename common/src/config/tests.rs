@@ -95,10 +95,10 @@ fn the_postgres_pool_is_sized_by_database_pool_size() {
 }
 
 #[test]
-fn claims_share_a_statement_up_to_database_claim_batch() {
-    assert_eq!(config(&[]).unwrap().claim_batch, super::DEFAULT_CLAIM_BATCH);
-    let alone = config(&[("DATABASE_CLAIM_BATCH", "1")]).unwrap();
-    assert_eq!(alone.claim_batch, 1);
+fn paid_writes_share_a_statement_up_to_database_write_batch() {
+    assert_eq!(config(&[]).unwrap().write_batch, super::DEFAULT_WRITE_BATCH);
+    let alone = config(&[("DATABASE_WRITE_BATCH", "1")]).unwrap();
+    assert_eq!(alone.write_batch, 1);
 }
 
 #[test]
@@ -114,8 +114,8 @@ fn bad_values_name_their_variable() {
         ("WORKER_CONCURRENCY", "0"),
         ("DATABASE_POOL_SIZE", "0"),
         ("DATABASE_POOL_SIZE", "many"),
-        ("DATABASE_CLAIM_BATCH", "0"),
-        ("DATABASE_CLAIM_BATCH", "2000"),
+        ("DATABASE_WRITE_BATCH", "0"),
+        ("DATABASE_WRITE_BATCH", "2000"),
     ] {
         let err = config(&[(k, v)]).unwrap_err();
         assert!(err.to_string().starts_with(k), "{err}");

@@ -8,7 +8,10 @@
 //! The batch is run by a task of its own, not by a caller: a caller that goes away (its client
 //! hung up) must not take the other callers' writes with it.
 
+use super::outage;
+use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
+use sea_orm::{ConnAcquireErr, DbErr, RuntimeErr, sqlx};
 use std::{
     collections::VecDeque,
     sync::{Arc, Mutex, PoisonError},
@@ -124,6 +127,28 @@ async fn drive<I: Send + 'static, O: Send + 'static>(running: Running<I, O>) {
             let _ = answer.send(out);
         }
     }
+}
+
+/// An error for each member of a batch whose statement met an unreachable database, of the same
+/// kind as the batch's: its answer lost (the batch may have committed), or nothing sent. Each
+/// member then rides it out and learns what its own write did, as it would alone.
+pub fn same_kind(e: &DbErr, members: &str) -> DbErr {
+    if outage::answer_lost(e) {
+        DbErr::Query(RuntimeErr::SqlxError(Arc::new(sqlx::Error::Io(
+            std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                format!("the batch of {members} lost its answer: {e}"),
+            ),
+        ))))
+    } else {
+        DbErr::ConnectionAcquire(ConnAcquireErr::Timeout)
+    }
+}
+
+/// A timestamp as PostgreSQL reads it in a batch's JSON, to the microsecond it stores
+/// (truncated, as the driver binds one).
+pub fn at(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
 }
 
 #[cfg(test)]

@@ -23,15 +23,11 @@
 use super::claim_pg::{self, Row, Written};
 use super::status::{CallStatus, PaymentStatus};
 use crate::db::{
-    batch::{Batcher, Run},
+    batch::{self, Batcher, Run},
     outage,
 };
-use chrono::{DateTime, Utc};
 use futures::future::join_all;
-use sea_orm::{
-    ConnAcquireErr, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, RuntimeErr, Statement,
-    Value, sqlx,
-};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Statement, Value};
 use std::{
     collections::HashSet,
     sync::{
@@ -54,7 +50,7 @@ pub struct Claims {
 }
 
 impl Claims {
-    /// `max_batch` claims in a statement at most (`DATABASE_CLAIM_BATCH`; 1: each alone). Its
+    /// `max_batch` claims in a statement at most (`DATABASE_WRITE_BATCH`; 1: each alone). Its
     /// cost grows with them; the round trip does not.
     pub fn new(db: DatabaseConnection, max_batch: usize) -> Self {
         let shared = Arc::new(AtomicU64::new(0));
@@ -108,15 +104,15 @@ async fn run(
             scope && payment
         })
         .collect();
-    let batch: Vec<&Row> = rows
+    let sharing: Vec<&Row> = rows
         .iter()
         .zip(&together)
         .filter(|(_, t)| **t)
         .map(|(r, _)| r)
         .collect();
-    let mut answers: Vec<Option<Result<Written, DbErr>>> = match batch.len() {
+    let mut answers: Vec<Option<Result<Written, DbErr>>> = match sharing.len() {
         0 | 1 => rows.iter().map(|_| None).collect(),
-        _ => match write_many(&db, &batch).await {
+        _ => match write_many(&db, &sharing).await {
             Ok(found) => {
                 shared.fetch_add(found.iter().flatten().count() as u64, Relaxed);
                 let mut found = found.into_iter();
@@ -132,12 +128,15 @@ async fn run(
                     .collect()
             }
             Err(e) if outage::is_unreachable(&e) => {
-                tracing::warn!(error = %e, claims = batch.len(), "a batch of claims met an unreachable database");
-                together.iter().map(|t| t.then(|| Err(like(&e)))).collect()
+                tracing::warn!(error = %e, claims = sharing.len(), "a batch of claims met an unreachable database");
+                together
+                    .iter()
+                    .map(|t| t.then(|| Err(batch::same_kind(&e, "claims"))))
+                    .collect()
             }
             Err(e) => {
                 // The race `GR001` stands for, or a failure of the batch's own: each alone.
-                tracing::info!(error = %e, claims = batch.len(), "a batch of claims was undone; claiming each alone");
+                tracing::info!(error = %e, claims = sharing.len(), "a batch of claims was undone; claiming each alone");
                 rows.iter().map(|_| None).collect()
             }
         },
@@ -159,27 +158,6 @@ async fn run(
         .collect()
 }
 
-/// An error for a batch's member of the same kind as the batch's: the answer lost (the batch
-/// may have committed), or the database not reached (nothing was sent).
-fn like(e: &DbErr) -> DbErr {
-    if outage::answer_lost(e) {
-        DbErr::Query(RuntimeErr::SqlxError(Arc::new(sqlx::Error::Io(
-            std::io::Error::new(
-                std::io::ErrorKind::ConnectionAborted,
-                format!("the batch of claims lost its answer: {e}"),
-            ),
-        ))))
-    } else {
-        DbErr::ConnectionAcquire(ConnAcquireErr::Timeout)
-    }
-}
-
-/// A timestamp as PostgreSQL reads it, to the microsecond it stores (truncated, as the driver
-/// binds one).
-fn at(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
-}
-
 /// A value's text as bound (an enum's stored name), or null.
 fn text(v: impl Into<Value>) -> Option<String> {
     match v.into() {
@@ -199,8 +177,8 @@ fn members(rows: &[&Row]) -> String {
                 "scope": r.scope,
                 "call_id": r.call_id,
                 "request_hash": r.request_hash,
-                "window_end": at(r.window_end),
-                "window_start": at(r.window_start),
+                "window_end": batch::at(r.window_end),
+                "window_start": batch::at(r.window_start),
                 "payment_id": r.payment_id,
                 "payer": r.payer,
                 "nonce": r.nonce,
@@ -209,14 +187,14 @@ fn members(rows: &[&Row]) -> String {
                 "x402_version": r.x402_version,
                 "settle_request": r.settle_request,
                 "valid_before": r.valid_before,
-                "now": at(r.now),
+                "now": batch::at(r.now),
                 "kind": text(r.kind),
                 "agent": text(r.agent),
                 "mode": text(r.mode),
                 "request": r.request,
                 "receipt_id": r.receipt_id,
                 "request_id": r.request_id,
-                "expires_at": at(crate::receipt::expires_at(r.now)),
+                "expires_at": batch::at(crate::receipt::expires_at(r.now)),
             })
         })
         .collect();

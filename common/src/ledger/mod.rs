@@ -20,6 +20,7 @@ mod claim;
 mod claim_batch;
 mod claim_pg;
 pub mod from;
+mod outcome_batch;
 mod pg;
 mod reorg;
 mod settlement;
@@ -29,6 +30,7 @@ pub use call::{Start, complete, fail, reopen_failed, start_attempt, start_settle
 pub use claim::{Claim, NewCall, NewPayment, Scope, claim};
 pub use claim_batch::Claims;
 pub use from as call_from;
+pub use outcome_batch::Outcomes;
 pub use reorg::{TransferStanding, WATCHED_FROM, Watched, record_standing};
 pub use settlement::{
     Left, OUTCOME_FROM, Recorded, SETTLEMENT_FAILED, SETTLEMENT_UNAVAILABLE, Settlement, record,

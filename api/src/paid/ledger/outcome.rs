@@ -10,7 +10,7 @@ use grove_common::{
         outage,
     },
     jobs::Started,
-    ledger::{self, CallStatus, Left, Recorded, Settlement},
+    ledger::{self, CallStatus, Left, Outcomes, Recorded, Settlement},
 };
 use sea_orm::{DatabaseConnection, DbErr};
 use std::sync::Arc;
@@ -42,9 +42,8 @@ pub async fn record_outcome(
     outcome: &SettleOutcome,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
-    Ok(record_outcome_starting(db, call_id, outcome, now, None)
-        .await?
-        .moved)
+    let recorded = ledger::record(db, call_id, &settlement(outcome), now, None).await?;
+    Ok(recorded.moved)
 }
 
 /// An operator's audit row, built from what the outcome's write left (`ledger::Left`).
@@ -70,15 +69,18 @@ pub async fn record_outcome_audited(
 /// As `record_outcome`, but with a `runner` a settled call goes straight to `running`, the
 /// runner holding its lease: the embedded api starts its in-process worker's run in the
 /// transaction that records the settlement, one write transaction fewer per paid call (issue
-/// 12). On PostgreSQL the outcome stays one statement and the worker starts the run itself.
+/// 12). On PostgreSQL the outcome stays one statement, shared with the outcomes that queue
+/// beside it (`ledger::Outcomes`), and the worker starts the run itself.
 async fn record_outcome_starting(
-    db: &DatabaseConnection,
+    outcomes: &Outcomes,
     call_id: Uuid,
     outcome: &SettleOutcome,
     now: DateTime<Utc>,
     start: Option<Runner>,
 ) -> Result<Recorded, DbErr> {
-    ledger::record(db, call_id, &settlement(outcome), now, start).await
+    outcomes
+        .record(call_id, &settlement(outcome), now, start)
+        .await
 }
 
 /// What a paid request does with its own settlement's outcome once it is recorded.
@@ -111,16 +113,17 @@ impl PaidRecord {
 /// have), so a pool timeout or a dropped connection here is waited out (`outage::retrying`)
 /// rather than answered 503, which would send the caller back for what it already paid for.
 pub async fn record_paid_outcome(
-    db: &DatabaseConnection,
+    outcomes: &Outcomes,
     call_id: Uuid,
     outcome: &SettleOutcome,
     now: DateTime<Utc>,
     start: Option<Runner>,
 ) -> Result<PaidRecord, DbErr> {
+    let db = outcomes.db();
     let mut attempts = 0u32;
     let recorded = outage::retrying("a settlement's outcome", || {
         attempts += 1;
-        record_outcome_starting(db, call_id, outcome, now, start)
+        record_outcome_starting(outcomes, call_id, outcome, now, start)
     })
     .await?;
     if recorded.moved {

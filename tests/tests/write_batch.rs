@@ -1,7 +1,8 @@
-//! Claims that arrive together share one statement on PostgreSQL (`ledger::Claims`, issue 31),
-//! and each gets the answer it would have got alone: a new call, the scope's holder, or the
-//! authorization used, with nothing kept of a refused claim; a race the batch cannot see undoes
-//! the batch, and a lost answer is each member's lost answer. PostgreSQL only (SQLite's claims
+//! Paid calls' writes that arrive together share one statement on PostgreSQL (issue 31), and
+//! each gets the answer it would have got alone. Claims (`ledger::Claims`): a new call, the
+//! scope's holder, or the authorization used, with nothing kept of a refused claim; a race the
+//! batch cannot see undoes the batch, and a lost answer is each member's lost answer. Settled
+//! outcomes (`ledger::Outcomes`): each moves its own call once. PostgreSQL only (SQLite's writes
 //! are written by their callers, together by group commit).
 //!
 //! The tests run on one thread: every claim of a `join_all` reaches the batcher before its
@@ -10,8 +11,14 @@
 use chrono::Utc;
 use futures::future::join_all;
 use grove_common::{
-    db::entities::{call, idempotency, payment},
-    ledger::{self, CallKind, Claim, Claims, NewCall, NewPayment, PaymentStatus, Scope},
+    db::{
+        entities::{call, idempotency, payment},
+        outage,
+    },
+    ledger::{
+        self, CallKind, CallStatus, Claim, Claims, NewCall, NewPayment, Outcomes, PaymentStatus,
+        Scope, Settlement,
+    },
 };
 use grove_tests::{
     TestDb,
@@ -239,4 +246,120 @@ async fn a_batch_whose_answer_is_lost_gives_each_member_its_own_call() {
         assert_recorded(&db, new_id(answer), &format!("n-lost-{i}")).await;
     }
     assert_eq!(call::Entity::find().count(&db).await.expect("count"), 5);
+}
+
+/// A settled outcome for `id`, paid by `transaction`: whether it moved the call.
+async fn settle(outcomes: &Outcomes, id: Uuid, transaction: &str) -> Result<bool, sea_orm::DbErr> {
+    let settled = Settlement::Settled {
+        transaction: Some(transaction.into()),
+        local: false,
+    };
+    Ok(outcomes.record(id, &settled, Utc::now(), None).await?.moved)
+}
+
+/// `n` new calls, each settling with its payment reserved.
+async fn settling_calls(claims: &Claims, prefix: &str, n: usize) -> Vec<Uuid> {
+    let mut ids = Vec::new();
+    for i in 0..n {
+        ids.push(new_id(
+            &claim(claims, &format!("{prefix}-{i}"), &format!("n-{prefix}-{i}")).await,
+        ));
+    }
+    ids
+}
+
+async fn stands(db: &DatabaseConnection, id: Uuid) -> (CallStatus, PaymentStatus, Option<String>) {
+    let call = call::Entity::find_by_id(id)
+        .one(db)
+        .await
+        .expect("read")
+        .expect("the call");
+    let payments = payment::Entity::find().all(db).await.expect("read");
+    let paid = payments
+        .into_iter()
+        .find(|p| p.call_id == id)
+        .expect("its payment");
+    (call.status, paid.status, paid.transaction)
+}
+
+#[tokio::test]
+async fn settled_outcomes_that_arrive_together_share_a_statement_and_each_moves_its_own_call() {
+    if !grove_tests::db::postgres_only() {
+        return;
+    }
+    let (_test_db, db) = TestDb::migrated().await;
+    let claims = Claims::new(db.clone(), 1);
+    let outcomes = Outcomes::new(db.clone(), 64);
+    let ids = settling_calls(&claims, "o", 9).await;
+    // The last was settled before: its payment no longer takes an outcome.
+    assert!(
+        settle(&outcomes, ids[8], "0xearlier")
+            .await
+            .expect("written")
+    );
+    assert_eq!(
+        outcomes.shared(),
+        0,
+        "a lone outcome runs the single statement"
+    );
+
+    let transactions: Vec<String> = (0..8).map(|i| format!("0x{i:064x}")).collect();
+    let mut together: Vec<_> = ids[..8]
+        .iter()
+        .zip(&transactions)
+        .map(|(id, tx)| settle(&outcomes, *id, tx))
+        .collect();
+    // The first call's outcome again, and the earlier call's.
+    together.push(settle(&outcomes, ids[0], "0xagain"));
+    together.push(settle(&outcomes, ids[8], "0xlate"));
+    let moved: Vec<bool> = join_all(together)
+        .await
+        .into_iter()
+        .map(|r| r.expect("written"))
+        .collect();
+    assert_eq!(moved[..8], [true; 8], "each moves its own call");
+    assert!(!moved[8], "a call moves once");
+    assert!(!moved[9], "a settled payment takes no second outcome");
+    for (id, tx) in ids[..8].iter().zip(&transactions) {
+        let (call, paid, transaction) = stands(&db, *id).await;
+        assert_eq!(call, CallStatus::Pending);
+        assert_eq!(paid, PaymentStatus::Settled);
+        assert_eq!(
+            transaction.as_deref(),
+            Some(tx.as_str()),
+            "its own transaction"
+        );
+    }
+    assert_eq!(stands(&db, ids[8]).await.2.as_deref(), Some("0xearlier"));
+    // The eight and the late one shared a statement; the repeat was written alone.
+    assert_eq!(outcomes.shared(), 9);
+}
+
+/// A batch of outcomes whose answer is lost after it committed: each member is told its answer
+/// was lost (so the paid request rides it out and reads where its call stands), and the calls
+/// moved once.
+#[tokio::test]
+async fn a_batch_of_outcomes_whose_answer_is_lost_tells_each_member_so() {
+    if !grove_tests::db::postgres_only() {
+        return;
+    }
+    let (test_db, db) = TestDb::migrated().await;
+    let proxy = PgProxy::in_front_of(&test_db.url).await;
+    let through = grove_common::db::connect_url(&proxy.url_for(&test_db.url))
+        .await
+        .expect("through the proxy");
+    let ids = settling_calls(&Claims::new(db.clone(), 1), "lost", 4).await;
+    let outcomes = Outcomes::new(through, 64);
+    proxy.cut_next("json_to_recordset", Cut::AnswerLost);
+    let answers = join_all(ids.iter().map(|id| settle(&outcomes, *id, "0xabc"))).await;
+    assert_eq!(proxy.cuts(), 1, "the batch's answer was lost");
+    for (id, answer) in ids.iter().zip(answers) {
+        let e = answer.err().expect("the answer was lost");
+        assert!(outage::answer_lost(&e), "{e}");
+        assert_eq!(stands(&db, *id).await.0, CallStatus::Pending);
+    }
+    // Written again, each finds its call moved: nothing moves twice.
+    for id in &ids {
+        assert!(!settle(&outcomes, *id, "0xabc").await.expect("written"));
+    }
 }
