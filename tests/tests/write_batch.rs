@@ -354,7 +354,7 @@ async fn a_batch_of_outcomes_whose_answer_is_lost_tells_each_member_so() {
     let answers = join_all(ids.iter().map(|id| settle(&outcomes, *id, "0xabc"))).await;
     assert_eq!(proxy.cuts(), 1, "the batch's answer was lost");
     for (id, answer) in ids.iter().zip(answers) {
-        let e = answer.err().expect("the answer was lost");
+        let e = answer.expect_err("the answer was lost");
         assert!(outage::answer_lost(&e), "{e}");
         assert_eq!(stands(&db, *id).await.0, CallStatus::Pending);
     }
