@@ -73,6 +73,16 @@ async fn claim(claims: &Claims, scope: &str, nonce: &str) -> Answer {
     }
 }
 
+/// A migrated database, a connection to it, and one through a proxy that can cut a statement.
+async fn proxied() -> (TestDb, DatabaseConnection, PgProxy, DatabaseConnection) {
+    let (test_db, db) = TestDb::migrated().await;
+    let proxy = PgProxy::in_front_of(&test_db.url).await;
+    let through = grove_common::db::connect_url(&proxy.url_for(&test_db.url))
+        .await
+        .expect("through the proxy");
+    (test_db, db, proxy, through)
+}
+
 fn new_id(a: &Answer) -> Uuid {
     match a {
         Answer::New(id) => *id,
@@ -229,11 +239,7 @@ async fn a_batch_whose_answer_is_lost_gives_each_member_its_own_call() {
     if !grove_tests::db::postgres_only() {
         return;
     }
-    let (test_db, db) = TestDb::migrated().await;
-    let proxy = PgProxy::in_front_of(&test_db.url).await;
-    let through = grove_common::db::connect_url(&proxy.url_for(&test_db.url))
-        .await
-        .expect("through the proxy");
+    let (_test_db, db, proxy, through) = proxied().await;
     let claims = Claims::new(through, 64);
     proxy.cut_next("json_to_recordset", Cut::AnswerLost);
     let answers = join_all((0..5).map(|i| {
@@ -343,11 +349,7 @@ async fn a_batch_of_outcomes_whose_answer_is_lost_tells_each_member_so() {
     if !grove_tests::db::postgres_only() {
         return;
     }
-    let (test_db, db) = TestDb::migrated().await;
-    let proxy = PgProxy::in_front_of(&test_db.url).await;
-    let through = grove_common::db::connect_url(&proxy.url_for(&test_db.url))
-        .await
-        .expect("through the proxy");
+    let (_test_db, db, proxy, through) = proxied().await;
     let ids = settling_calls(&Claims::new(db.clone(), 1), "lost", 4).await;
     let outcomes = Outcomes::new(through, 64);
     proxy.cut_next("json_to_recordset", Cut::AnswerLost);

@@ -10,11 +10,18 @@
 
 use super::outage;
 use chrono::{DateTime, Utc};
-use futures::future::BoxFuture;
-use sea_orm::{ConnAcquireErr, DbErr, RuntimeErr, sqlx};
+use futures::future::{BoxFuture, join_all};
+use sea_orm::{
+    ConnAcquireErr, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, QueryResult, RuntimeErr,
+    Statement, Value, sqlx,
+};
 use std::{
     collections::VecDeque,
-    sync::{Arc, Mutex, PoisonError},
+    future::Future,
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicU64, Ordering::Relaxed},
+    },
 };
 use tokio::sync::oneshot;
 
@@ -127,6 +134,187 @@ async fn drive<I: Send + 'static, O: Send + 'static>(running: Running<I, O>) {
             let _ = answer.send(out);
         }
     }
+}
+
+/// Batches written at once of one kind of write: one writing while the next gathers, and a
+/// second so that a commit's flush does not stop every writer.
+const IN_FLIGHT: usize = 2;
+
+/// One kind of write on one database, batched on PostgreSQL by `run` (which writes one batch:
+/// `write` below). SQLite's writes are their callers' own, together by group commit
+/// (`db::write::group`), so there is nothing to batch there.
+pub struct Batched<I, O> {
+    db: DatabaseConnection,
+    batch: Option<Batcher<I, Result<O, DbErr>>>,
+    /// Writes answered by a statement they shared with another.
+    shared: Arc<AtomicU64>,
+}
+
+impl<I, O> Clone for Batched<I, O> {
+    fn clone(&self) -> Self {
+        Self {
+            db: self.db.clone(),
+            batch: self.batch.clone(),
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<I: Send + 'static, O: Send + 'static> Batched<I, O> {
+    /// `max_batch` writes in a statement at most (`DATABASE_WRITE_BATCH`; 1: each alone). Its
+    /// cost grows with them; the round trip does not.
+    pub fn new<F, Fut>(db: DatabaseConnection, max_batch: usize, run: F) -> Self
+    where
+        F: Fn(DatabaseConnection, Arc<AtomicU64>, Vec<I>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Vec<Result<O, DbErr>>> + Send + 'static,
+    {
+        let shared = Arc::new(AtomicU64::new(0));
+        let batch = (db.get_database_backend() == DbBackend::Postgres).then(|| {
+            let (on, counted) = (db.clone(), Arc::clone(&shared));
+            let run: Run<I, Result<O, DbErr>> =
+                Arc::new(move |rows| Box::pin(run(on.clone(), Arc::clone(&counted), rows)));
+            Batcher::new(max_batch, IN_FLIGHT, run)
+        });
+        Self { db, batch, shared }
+    }
+
+    pub fn db(&self) -> &DatabaseConnection {
+        &self.db
+    }
+
+    /// How many writes so far were answered by a statement they shared with another.
+    pub fn shared(&self) -> u64 {
+        self.shared.load(Relaxed)
+    }
+
+    /// `item`'s answer from the next batch; the item back where writes are not batched.
+    pub async fn submit(&self, item: I) -> Result<Result<O, DbErr>, I> {
+        let Some(batch) = &self.batch else {
+            return Err(item);
+        };
+        Ok(batch.submit(item).await.unwrap_or_else(|NoAnswer| {
+            Err(DbErr::Custom("a batch ended without an answer".into()))
+        }))
+    }
+}
+
+/// Writes `rows` as one batch: the members `together` marks in one statement (`many`, handed them
+/// as one JSON array written by `json`, and how many they are), then the rest alone (`alone`); every member alone when
+/// the statement failed for a reason of its own (each then gets its own answer), and an error of
+/// the statement's kind for each of its members when the database was not reached
+/// (`same_kind`). A member the statement answers None for is written alone too, and so is a
+/// batch of one. `shared` counts the members the statement answered. `what` names the members
+/// in logs ("claims").
+pub async fn write<R, O, Many, Alone>(
+    what: &'static str,
+    rows: Vec<R>,
+    together: &[bool],
+    json: impl FnOnce(&[&R]) -> String,
+    many: impl FnOnce(String, usize) -> Many,
+    alone: impl Fn(R) -> Alone,
+    shared: &AtomicU64,
+) -> Vec<Result<O, DbErr>>
+where
+    Many: Future<Output = Result<Vec<Option<O>>, DbErr>>,
+    Alone: Future<Output = Result<O, DbErr>>,
+{
+    let sharing: Vec<&R> = rows
+        .iter()
+        .zip(together)
+        .filter(|(_, t)| **t)
+        .map(|(r, _)| r)
+        .collect();
+    let mut answers: Vec<Option<Result<O, DbErr>>> = match sharing.len() {
+        0 | 1 => rows.iter().map(|_| None).collect(),
+        n => match many(json(&sharing), n).await {
+            Ok(found) => {
+                shared.fetch_add(found.iter().flatten().count() as u64, Relaxed);
+                let mut found = found.into_iter();
+                together
+                    .iter()
+                    .map(|t| {
+                        if *t {
+                            found.next().flatten().map(Ok)
+                        } else {
+                            None
+                        }
+                    })
+                    .collect()
+            }
+            Err(e) if outage::is_unreachable(&e) => {
+                tracing::warn!(error = %e, members = n, what, "a batch met an unreachable database");
+                together
+                    .iter()
+                    .map(|t| t.then(|| Err(same_kind(&e, what))))
+                    .collect()
+            }
+            Err(e) => {
+                // A failure of the batch's own (a claim's `GR001`): its writes are undone.
+                tracing::info!(error = %e, members = n, what, "a batch was undone; writing each alone");
+                rows.iter().map(|_| None).collect()
+            }
+        },
+    };
+    let left = rows
+        .into_iter()
+        .zip(answers.iter())
+        .filter(|(_, a)| a.is_none())
+        .map(|(row, _)| alone(row));
+    let mut written = join_all(left).await.into_iter();
+    answers
+        .iter_mut()
+        .map(|a| match a.take() {
+            Some(answer) => answer,
+            None => written
+                .next()
+                .expect("one answer for each member written alone"),
+        })
+        .collect()
+}
+
+/// The members as one JSON array for a statement's `json_to_recordset`, each given its place in
+/// the batch as `"i"`.
+pub fn json<R>(rows: &[&R], member: impl Fn(&R) -> serde_json::Value) -> String {
+    let members: Vec<serde_json::Value> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut m = member(r);
+            if let Some(fields) = m.as_object_mut() {
+                fields.insert("i".into(), i.into());
+            }
+            m
+        })
+        .collect();
+    serde_json::Value::Array(members).to_string()
+}
+
+/// Runs a batch's statement `sql` over `members` (`json`'s array of `n`), and reads each row it
+/// answers into the place its `"i"` names with `read`; a member it answers nothing for is None
+/// (written alone).
+pub async fn query<O>(
+    db: &DatabaseConnection,
+    sql: &str,
+    members: String,
+    n: usize,
+    read: impl Fn(&QueryResult) -> Result<Option<O>, DbErr>,
+) -> Result<Vec<Option<O>>, DbErr> {
+    let found = db
+        .query_all_raw(Statement::from_sql_and_values(
+            DbBackend::Postgres,
+            sql,
+            [Value::from(members)],
+        ))
+        .await?;
+    let mut answers: Vec<Option<O>> = (0..n).map(|_| None).collect();
+    for row in found {
+        let i: i32 = row.try_get("", "i")?;
+        let slot = answers
+            .get_mut(usize::try_from(i).unwrap_or(usize::MAX))
+            .ok_or_else(|| DbErr::Custom(format!("a batch answered for member {i} of {n}")))?;
+        *slot = read(&row)?;
+    }
+    Ok(answers)
 }
 
 /// An error for each member of a batch whose statement met an unreachable database, of the same

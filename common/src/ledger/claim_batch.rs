@@ -22,65 +22,37 @@
 
 use super::claim_pg::{self, Row, Written};
 use super::status::{CallStatus, PaymentStatus};
-use crate::db::{
-    batch::{self, Batcher, Run},
-    outage,
-};
-use futures::future::join_all;
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Statement, Value};
+use crate::db::batch::{self, Batched};
+use sea_orm::{DatabaseConnection, DbErr, Value};
 use std::{
     collections::HashSet,
-    sync::{
-        Arc, LazyLock,
-        atomic::{AtomicU64, Ordering::Relaxed},
-    },
+    sync::{Arc, LazyLock, atomic::AtomicU64},
 };
-
-/// Batches run at once: one writing while the next gathers, and a second so that a commit's
-/// flush does not stop every claim.
-const IN_FLIGHT: usize = 2;
 
 /// Claims on one database: batched on PostgreSQL, written by the caller on SQLite.
 #[derive(Clone)]
-pub struct Claims {
-    db: DatabaseConnection,
-    batch: Option<Batcher<Row, Result<Written, DbErr>>>,
-    /// Claims answered by a statement they shared with another.
-    shared: Arc<AtomicU64>,
-}
+pub struct Claims(Batched<Row, Written>);
 
 impl Claims {
-    /// `max_batch` claims in a statement at most (`DATABASE_WRITE_BATCH`; 1: each alone). Its
-    /// cost grows with them; the round trip does not.
+    /// `max_batch` claims in a statement at most (`DATABASE_WRITE_BATCH`; 1: each alone).
     pub fn new(db: DatabaseConnection, max_batch: usize) -> Self {
-        let shared = Arc::new(AtomicU64::new(0));
-        let batch = (db.get_database_backend() == DbBackend::Postgres).then(|| {
-            let (on, counted) = (db.clone(), Arc::clone(&shared));
-            let run: Run<Row, Result<Written, DbErr>> =
-                Arc::new(move |rows| Box::pin(run(on.clone(), Arc::clone(&counted), rows)));
-            Batcher::new(max_batch, IN_FLIGHT, run)
-        });
-        Self { db, batch, shared }
+        Self(Batched::new(db, max_batch, run))
     }
 
     /// How many claims so far were answered by a statement they shared with another.
     pub fn shared(&self) -> u64 {
-        self.shared.load(Relaxed)
+        self.0.shared()
     }
 
     pub fn db(&self) -> &DatabaseConnection {
-        &self.db
+        self.0.db()
     }
 
     /// One claim's writes, in the next batch (PostgreSQL only).
     pub(super) async fn write(&self, row: Row) -> Result<Written, DbErr> {
-        match &self.batch {
-            Some(batch) => batch.submit(row).await.unwrap_or_else(|_| {
-                Err(DbErr::Custom(
-                    "a batch of claims ended without an answer".into(),
-                ))
-            }),
-            None => claim_pg::write(&self.db, row).await,
+        match self.0.submit(row).await {
+            Ok(written) => written,
+            Err(row) => claim_pg::write(self.db(), row).await,
         }
     }
 }
@@ -90,10 +62,6 @@ async fn run(
     shared: Arc<AtomicU64>,
     rows: Vec<Row>,
 ) -> Vec<Result<Written, DbErr>> {
-    if rows.len() == 1 {
-        let row = rows.into_iter().next().expect("one");
-        return vec![claim_pg::write(&db, row).await];
-    }
     // The first member naming a scope or an authorization goes in the batch; a later one alone.
     let (mut scopes, mut payments) = (HashSet::new(), HashSet::new());
     let together: Vec<bool> = rows
@@ -104,58 +72,16 @@ async fn run(
             scope && payment
         })
         .collect();
-    let sharing: Vec<&Row> = rows
-        .iter()
-        .zip(&together)
-        .filter(|(_, t)| **t)
-        .map(|(r, _)| r)
-        .collect();
-    let mut answers: Vec<Option<Result<Written, DbErr>>> = match sharing.len() {
-        0 | 1 => rows.iter().map(|_| None).collect(),
-        _ => match write_many(&db, &sharing).await {
-            Ok(found) => {
-                shared.fetch_add(found.iter().flatten().count() as u64, Relaxed);
-                let mut found = found.into_iter();
-                together
-                    .iter()
-                    .map(|t| {
-                        if *t {
-                            found.next().flatten().map(Ok)
-                        } else {
-                            None
-                        }
-                    })
-                    .collect()
-            }
-            Err(e) if outage::is_unreachable(&e) => {
-                tracing::warn!(error = %e, claims = sharing.len(), "a batch of claims met an unreachable database");
-                together
-                    .iter()
-                    .map(|t| t.then(|| Err(batch::same_kind(&e, "claims"))))
-                    .collect()
-            }
-            Err(e) => {
-                // The race `GR001` stands for, or a failure of the batch's own: each alone.
-                tracing::info!(error = %e, claims = sharing.len(), "a batch of claims was undone; claiming each alone");
-                rows.iter().map(|_| None).collect()
-            }
-        },
-    };
-    let alone = rows
-        .into_iter()
-        .zip(answers.iter())
-        .filter(|(_, a)| a.is_none())
-        .map(|(row, _)| claim_pg::write(&db, row));
-    let mut alone = join_all(alone).await.into_iter();
-    answers
-        .iter_mut()
-        .map(|a| match a.take() {
-            Some(answer) => answer,
-            None => alone
-                .next()
-                .expect("one answer for each claim written alone"),
-        })
-        .collect()
+    batch::write(
+        "claims",
+        rows,
+        &together,
+        members,
+        |members, n| write_many(&db, members, n),
+        |row| claim_pg::write(&db, row),
+        &shared,
+    )
+    .await
 }
 
 /// A value's text as bound (an enum's stored name), or null.
@@ -166,78 +92,63 @@ fn text(v: impl Into<Value>) -> Option<String> {
     }
 }
 
-/// The members as one JSON array for `json_to_recordset`, each with its place in the batch.
+/// The members as one JSON array for `json_to_recordset`.
 fn members(rows: &[&Row]) -> String {
-    let members: Vec<serde_json::Value> = rows
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            serde_json::json!({
-                "i": i,
-                "scope": r.scope,
-                "call_id": r.call_id,
-                "request_hash": r.request_hash,
-                "window_end": batch::at(r.window_end),
-                "window_start": batch::at(r.window_start),
-                "payment_id": r.payment_id,
-                "payer": r.payer,
-                "nonce": r.nonce,
-                "amount": r.amount,
-                "network": r.network,
-                "x402_version": r.x402_version,
-                "settle_request": r.settle_request,
-                "valid_before": r.valid_before,
-                "now": batch::at(r.now),
-                "kind": text(r.kind),
-                "agent": text(r.agent),
-                "mode": text(r.mode),
-                "request": r.request,
-                "receipt_id": r.receipt_id,
-                "request_id": r.request_id,
-                "expires_at": batch::at(crate::receipt::expires_at(r.now)),
-            })
+    batch::json(rows, |r| {
+        serde_json::json!({
+            "scope": r.scope,
+            "call_id": r.call_id,
+            "request_hash": r.request_hash,
+            "window_end": batch::at(r.window_end),
+            "window_start": batch::at(r.window_start),
+            "payment_id": r.payment_id,
+            "payer": r.payer,
+            "nonce": r.nonce,
+            "amount": r.amount,
+            "network": r.network,
+            "x402_version": r.x402_version,
+            "settle_request": r.settle_request,
+            "valid_before": r.valid_before,
+            "now": batch::at(r.now),
+            "kind": text(r.kind),
+            "agent": text(r.agent),
+            "mode": text(r.mode),
+            "request": r.request,
+            "receipt_id": r.receipt_id,
+            "request_id": r.request_id,
+            "expires_at": batch::at(crate::receipt::expires_at(r.now)),
         })
-        .collect();
-    serde_json::Value::Array(members).to_string()
+    })
 }
 
-/// For each member, in order: what its writes found, or None for a member left out because its
-/// authorization is held (it is claimed alone).
-async fn write_many(db: &DatabaseConnection, rows: &[&Row]) -> Result<Vec<Option<Written>>, DbErr> {
-    let found = db
-        .query_all_raw(Statement::from_sql_and_values(
-            DbBackend::Postgres,
-            SQL.as_str(),
-            [Value::from(members(rows))],
-        ))
-        .await?;
-    let mut answers: Vec<Option<Written>> = rows.iter().map(|_| None).collect();
-    for row in found {
-        let i: i32 = row.try_get("", "i")?;
+/// For each member (`members`, in order): what its writes found, or None for a member left out
+/// because its authorization is held (it is claimed alone).
+async fn write_many(
+    db: &DatabaseConnection,
+    members: String,
+    n: usize,
+) -> Result<Vec<Option<Written>>, DbErr> {
+    batch::query(db, SQL.as_str(), members, n, |row| {
         let (free, scope, paid): (bool, bool, bool) = (
             row.try_get("", "free")?,
             row.try_get("", "scope")?,
             row.try_get("", "paid")?,
         );
-        let slot = answers
-            .get_mut(usize::try_from(i).unwrap_or(usize::MAX))
-            .ok_or_else(|| DbErr::Custom(format!("a batch of claims answered for member {i}")))?;
-        *slot = match (free, scope, paid) {
+        Ok(match (free, scope, paid) {
             (false, _, _) => None,
             (true, false, _) => Some(Written::ScopeHeld),
             (true, true, true) => Some(Written::Claimed),
             // The statement raises rather than answer this; claimed alone if it ever did.
             (true, true, false) => None,
-        };
-    }
-    Ok(answers)
+        })
+    })
+    .await
 }
 
 /// The claim's statement (`claim_pg`) for many members: `b` the members, `f` those whose
 /// authorization no live reservation holds; then the scope, the payment, the call and its
 /// receipt as there, each part joined to its member by the call's id.
 static SQL: LazyLock<String> = LazyLock::new(|| {
-    let finished = CallStatus::FINISHED.map(|s| format!("'{s}'")).join(", ");
     format!(
         r#"WITH b AS (
     SELECT * FROM json_to_recordset($1::json) AS b("i" int, "scope" text, "call_id" uuid,
@@ -252,12 +163,7 @@ f AS (
 s AS (
     INSERT INTO "idempotency_records" ("scope", "call_id", "request_hash", "expires_at", "created_at")
     SELECT "scope", "call_id", "request_hash", "window_end", "window_start" FROM f
-    ON CONFLICT ("scope") DO UPDATE SET "call_id" = EXCLUDED."call_id",
-        "request_hash" = EXCLUDED."request_hash", "expires_at" = EXCLUDED."expires_at",
-        "created_at" = EXCLUDED."created_at"
-    WHERE "idempotency_records"."expires_at" <= EXCLUDED."created_at"
-        AND EXISTS (SELECT 1 FROM "calls" WHERE "calls"."id" = "idempotency_records"."call_id"
-        AND "calls"."status" IN ({finished}))
+    {scope_taken_over}
     RETURNING "call_id"),
 p AS (
     INSERT INTO "payments" ("id", "call_id", "payer", "nonce", "amount", "network", "x402_version",
@@ -266,13 +172,7 @@ p AS (
         f."x402_version", '{reserved}', f."settle_request"::json, f."valid_before", 0, f."now",
         f."now"
     FROM f JOIN s ON s."call_id" = f."call_id"
-    ON CONFLICT ("payer", "nonce") DO UPDATE SET "call_id" = EXCLUDED."call_id",
-        "amount" = EXCLUDED."amount", "network" = EXCLUDED."network",
-        "x402_version" = EXCLUDED."x402_version", "status" = EXCLUDED."status",
-        "transaction" = NULL, "error" = NULL, "settle_request" = EXCLUDED."settle_request",
-        "valid_before" = EXCLUDED."valid_before", "checks" = 0, "next_check_at" = NULL,
-        "sent_tx" = NULL, "sent_tx_raw" = NULL, "updated_at" = EXCLUDED."updated_at"
-    WHERE "payments"."status" = '{released}'
+    {payment_taken_over}
     RETURNING "call_id"),
 c AS (
     INSERT INTO "calls" ("id", "kind", "agent", "mode", "payer", "request_hash", "request",
@@ -291,6 +191,8 @@ SELECT b."i",
     CASE WHEN EXISTS (SELECT 1 FROM s WHERE NOT EXISTS (SELECT 1 FROM p WHERE p."call_id" = s."call_id"))
         THEN "grove_claim_refused"('{refused}') ELSE 0 END AS "refused"
 FROM b"#,
+        scope_taken_over = claim_pg::scope_taken_over(r#"EXCLUDED."created_at""#),
+        payment_taken_over = claim_pg::payment_taken_over(),
         released = PaymentStatus::Released,
         reserved = PaymentStatus::INITIAL,
         settling = CallStatus::INITIAL,

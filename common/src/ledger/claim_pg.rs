@@ -47,30 +47,20 @@ pub(super) struct Row {
 /// The scope (taken over from an expired record of a finished call, in the same statement),
 /// then the payment's reservation (taken over from a released one), then the call and its
 /// receipt; each part runs only if the one before it wrote its row.
+static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(sql);
+
 fn sql() -> String {
-    let finished = CallStatus::FINISHED.map(|s| format!("'{s}'")).join(", ");
     format!(
         r#"WITH s AS (
     INSERT INTO "idempotency_records" ("scope", "call_id", "request_hash", "expires_at", "created_at")
     VALUES ($1, $2, $3, $4, $5)
-    ON CONFLICT ("scope") DO UPDATE SET "call_id" = EXCLUDED."call_id",
-        "request_hash" = EXCLUDED."request_hash", "expires_at" = EXCLUDED."expires_at",
-        "created_at" = EXCLUDED."created_at"
-    WHERE "idempotency_records"."expires_at" <= $5
-        AND EXISTS (SELECT 1 FROM "calls" WHERE "calls"."id" = "idempotency_records"."call_id"
-        AND "calls"."status" IN ({finished}))
+    {scope_taken_over}
     RETURNING "scope"),
 p AS (
     INSERT INTO "payments" ("id", "call_id", "payer", "nonce", "amount", "network", "x402_version",
         "status", "settle_request", "valid_before", "checks", "created_at", "updated_at")
     SELECT $6, $2, $7, $8, $9, $10, $11, '{reserved}', $12::json, $13, 0, $14, $14 FROM s
-    ON CONFLICT ("payer", "nonce") DO UPDATE SET "call_id" = EXCLUDED."call_id",
-        "amount" = EXCLUDED."amount", "network" = EXCLUDED."network",
-        "x402_version" = EXCLUDED."x402_version", "status" = EXCLUDED."status",
-        "transaction" = NULL, "error" = NULL, "settle_request" = EXCLUDED."settle_request",
-        "valid_before" = EXCLUDED."valid_before", "checks" = 0, "next_check_at" = NULL,
-        "sent_tx" = NULL, "sent_tx_raw" = NULL, "updated_at" = EXCLUDED."updated_at"
-    WHERE "payments"."status" = '{released}'
+    {payment_taken_over}
     RETURNING "id"),
 c AS (
     INSERT INTO "calls" ("id", "kind", "agent", "mode", "payer", "request_hash", "request",
@@ -82,10 +72,40 @@ r AS (
 SELECT (SELECT count(*) FROM s) AS "scope", (SELECT count(*) FROM p) AS "paid",
     CASE WHEN (SELECT count(*) FROM s) = 1 AND (SELECT count(*) FROM p) = 0
         THEN "grove_claim_refused"('{refused}') ELSE 0 END AS "refused""#,
+        scope_taken_over = scope_taken_over("$5"),
+        payment_taken_over = payment_taken_over(),
         reserved = PaymentStatus::INITIAL,
-        released = PaymentStatus::Released,
         settling = CallStatus::INITIAL,
         refused = REFUSED_NONCE_USED,
+    )
+}
+
+/// The scope's insert taking the place of an expired record of a finished call (`window_start`:
+/// the new record's window start as the statement names it); a live record keeps the scope.
+pub(super) fn scope_taken_over(window_start: &str) -> String {
+    let finished = CallStatus::FINISHED.map(|s| format!("'{s}'")).join(", ");
+    format!(
+        r#"ON CONFLICT ("scope") DO UPDATE SET "call_id" = EXCLUDED."call_id",
+        "request_hash" = EXCLUDED."request_hash", "expires_at" = EXCLUDED."expires_at",
+        "created_at" = EXCLUDED."created_at"
+    WHERE "idempotency_records"."expires_at" <= {window_start}
+        AND EXISTS (SELECT 1 FROM "calls" WHERE "calls"."id" = "idempotency_records"."call_id"
+        AND "calls"."status" IN ({finished}))"#
+    )
+}
+
+/// The payment's insert taking over a released reservation of the same authorization; any
+/// other holder makes it used.
+pub(super) fn payment_taken_over() -> String {
+    format!(
+        r#"ON CONFLICT ("payer", "nonce") DO UPDATE SET "call_id" = EXCLUDED."call_id",
+        "amount" = EXCLUDED."amount", "network" = EXCLUDED."network",
+        "x402_version" = EXCLUDED."x402_version", "status" = EXCLUDED."status",
+        "transaction" = NULL, "error" = NULL, "settle_request" = EXCLUDED."settle_request",
+        "valid_before" = EXCLUDED."valid_before", "checks" = 0, "next_check_at" = NULL,
+        "sent_tx" = NULL, "sent_tx_raw" = NULL, "updated_at" = EXCLUDED."updated_at"
+    WHERE "payments"."status" = '{released}'"#,
+        released = PaymentStatus::Released,
     )
 }
 
@@ -154,7 +174,7 @@ pub(super) async fn write(db: &DatabaseConnection, row: Row) -> Result<Written, 
     let counted = match db
         .query_one_raw(Statement::from_sql_and_values(
             DbBackend::Postgres,
-            sql(),
+            SQL.as_str(),
             values,
         ))
         .await

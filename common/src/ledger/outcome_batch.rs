@@ -19,24 +19,16 @@ use super::{
     status::PaymentStatus,
 };
 use crate::db::{
-    batch::{self, Batcher, Run},
+    batch::{self, Batched},
     calls::Runner,
-    outage,
 };
 use chrono::{DateTime, Utc};
-use futures::future::join_all;
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, Statement, Value};
+use sea_orm::{DatabaseConnection, DbErr};
 use std::{
     collections::HashSet,
-    sync::{
-        Arc, LazyLock,
-        atomic::{AtomicU64, Ordering::Relaxed},
-    },
+    sync::{Arc, LazyLock, atomic::AtomicU64},
 };
 use uuid::Uuid;
-
-/// Batches written at once (as `claim_batch`'s).
-const IN_FLIGHT: usize = 2;
 
 /// A settled outcome, as written.
 pub(super) struct Settled {
@@ -48,33 +40,21 @@ pub(super) struct Settled {
 
 /// Settlements' outcomes on one database: settled ones batched on PostgreSQL.
 #[derive(Clone)]
-pub struct Outcomes {
-    db: DatabaseConnection,
-    batch: Option<Batcher<Settled, Result<bool, DbErr>>>,
-    /// Outcomes answered by a statement they shared with another.
-    shared: Arc<AtomicU64>,
-}
+pub struct Outcomes(Batched<Settled, bool>);
 
 impl Outcomes {
     /// `max_batch` outcomes in a statement at most (`DATABASE_WRITE_BATCH`; 1: each alone).
     pub fn new(db: DatabaseConnection, max_batch: usize) -> Self {
-        let shared = Arc::new(AtomicU64::new(0));
-        let batch = (db.get_database_backend() == DbBackend::Postgres).then(|| {
-            let (on, counted) = (db.clone(), Arc::clone(&shared));
-            let run: Run<Settled, Result<bool, DbErr>> =
-                Arc::new(move |rows| Box::pin(run(on.clone(), Arc::clone(&counted), rows)));
-            Batcher::new(max_batch, IN_FLIGHT, run)
-        });
-        Self { db, batch, shared }
+        Self(Batched::new(db, max_batch, run))
     }
 
     pub fn db(&self) -> &DatabaseConnection {
-        &self.db
+        self.0.db()
     }
 
     /// How many outcomes so far were answered by a statement they shared with another.
     pub fn shared(&self) -> u64 {
-        self.shared.load(Relaxed)
+        self.0.shared()
     }
 
     /// `settlement::record`, a settled outcome on PostgreSQL in the next batch.
@@ -85,10 +65,8 @@ impl Outcomes {
         now: DateTime<Utc>,
         start: Option<Runner>,
     ) -> Result<Recorded, DbErr> {
-        let (Some(batch), Settlement::Settled { .. }, Some(left)) =
-            (&self.batch, outcome, Left::of(outcome))
-        else {
-            return settlement::record(&self.db, call_id, outcome, now, start).await;
+        let (Settlement::Settled { .. }, Some(left)) = (outcome, Left::of(outcome)) else {
+            return settlement::record(self.db(), call_id, outcome, now, start).await;
         };
         let settled = Settled {
             call_id,
@@ -96,11 +74,10 @@ impl Outcomes {
             transaction: left.transaction,
             now,
         };
-        let moved = batch.submit(settled).await.unwrap_or_else(|_| {
-            Err(DbErr::Custom(
-                "a batch of outcomes ended without an answer".into(),
-            ))
-        })?;
+        let moved = match self.0.submit(settled).await {
+            Ok(moved) => moved?,
+            Err(_) => return settlement::record(self.db(), call_id, outcome, now, start).await,
+        };
         Ok(Recorded {
             moved,
             started: None,
@@ -117,92 +94,44 @@ async fn run(
     shared: Arc<AtomicU64>,
     rows: Vec<Settled>,
 ) -> Vec<Result<bool, DbErr>> {
-    if rows.len() == 1 {
-        let row = rows.into_iter().next().expect("one");
-        return vec![alone(&db, row).await];
-    }
     // The first outcome for a call goes in the batch; a later one alone, after it.
     let mut calls = HashSet::new();
     let together: Vec<bool> = rows.iter().map(|r| calls.insert(r.call_id)).collect();
-    let sharing: Vec<&Settled> = rows
-        .iter()
-        .zip(&together)
-        .filter(|(_, t)| **t)
-        .map(|(r, _)| r)
-        .collect();
-    let mut answers: Vec<Option<Result<bool, DbErr>>> = match sharing.len() {
-        0 | 1 => rows.iter().map(|_| None).collect(),
-        _ => match write_many(&db, &sharing).await {
-            Ok(moved) => {
-                shared.fetch_add(moved.len() as u64, Relaxed);
-                let mut moved = moved.into_iter();
-                together
-                    .iter()
-                    .map(|t| t.then(|| Ok(moved.next().unwrap_or(false))))
-                    .collect()
-            }
-            Err(e) if outage::is_unreachable(&e) => {
-                tracing::warn!(error = %e, outcomes = sharing.len(), "a batch of outcomes met an unreachable database");
-                together
-                    .iter()
-                    .map(|t| t.then(|| Err(batch::same_kind(&e, "outcomes"))))
-                    .collect()
-            }
-            Err(e) => {
-                tracing::info!(error = %e, outcomes = sharing.len(), "a batch of outcomes failed; writing each alone");
-                rows.iter().map(|_| None).collect()
-            }
-        },
-    };
-    let alone_ones = rows
-        .into_iter()
-        .zip(answers.iter())
-        .filter(|(_, a)| a.is_none())
-        .map(|(row, _)| alone(&db, row));
-    let mut written = join_all(alone_ones).await.into_iter();
-    answers
-        .iter_mut()
-        .map(|a| match a.take() {
-            Some(answer) => answer,
-            None => written
-                .next()
-                .expect("one answer for each outcome written alone"),
-        })
-        .collect()
+    batch::write(
+        "outcomes",
+        rows,
+        &together,
+        members,
+        |members, n| write_many(&db, members, n),
+        |row| alone(&db, row),
+        &shared,
+    )
+    .await
 }
 
-/// Whether each member, in order, moved its call.
-async fn write_many(db: &DatabaseConnection, rows: &[&Settled]) -> Result<Vec<bool>, DbErr> {
-    let members: Vec<serde_json::Value> = rows
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            serde_json::json!({
-                "i": i,
-                "call_id": r.call_id,
-                "status": r.payment.to_string(),
-                "transaction": r.transaction,
-                "now": batch::at(r.now),
-            })
+/// The members as one JSON array for `json_to_recordset`.
+fn members(rows: &[&Settled]) -> String {
+    batch::json(rows, |r| {
+        serde_json::json!({
+            "call_id": r.call_id,
+            "status": r.payment.to_string(),
+            "transaction": r.transaction,
+            "now": batch::at(r.now),
         })
-        .collect();
-    let found = db
-        .query_all_raw(Statement::from_sql_and_values(
-            DbBackend::Postgres,
-            SQL.as_str(),
-            [Value::from(serde_json::Value::Array(members).to_string())],
-        ))
-        .await?;
-    let mut moved = vec![false; rows.len()];
-    for row in found {
-        let i: i32 = row.try_get("", "i")?;
+    })
+}
+
+/// Whether each member (`members`, in order) moved its call.
+async fn write_many(
+    db: &DatabaseConnection,
+    members: String,
+    n: usize,
+) -> Result<Vec<Option<bool>>, DbErr> {
+    batch::query(db, SQL.as_str(), members, n, |row| {
         let (paid, call): (i64, i64) = (row.try_get("", "paid")?, row.try_get("", "moved")?);
-        let slot = moved
-            .get_mut(usize::try_from(i).unwrap_or(usize::MAX))
-            .ok_or_else(|| DbErr::Custom(format!("a batch of outcomes answered for member {i}")))?;
-        *slot = paid == 1 && call == 1;
-    }
-    Ok(moved)
+        Ok(Some(paid == 1 && call == 1))
+    })
+    .await
 }
 
 /// `pg::settled` for many members. The calls and payments are found by their keys
