@@ -138,7 +138,7 @@ pub async fn claim(
             receipt_id: receipt_id.clone(),
             request_id: model.request_id.clone(),
         };
-        claim_pg::write_knowing(claims, &row).await?
+        claims.write_knowing(&row).await?
     } else {
         // On the caller's thread: no answer travels back over a connection to be lost.
         let writes = writes(scope, &model, pay, window_start, window, now);

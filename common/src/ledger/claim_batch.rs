@@ -22,7 +22,10 @@
 
 use super::claim_pg::{self, Row, Written};
 use super::status::{CallStatus, PaymentStatus};
-use crate::db::batch::{self, Batched};
+use crate::db::{
+    batch::{self, Batched},
+    outage,
+};
 use sea_orm::{DatabaseConnection, DbErr, Value};
 use std::{
     collections::HashSet,
@@ -48,8 +51,17 @@ impl Claims {
         self.0.db()
     }
 
+    /// What the claim's writes found, and whether an earlier attempt may have written them: an
+    /// attempt whose answer was lost (the connection failed under the statement) may have
+    /// committed, so the same writes, with the same ids, are sent again through the blip.
+    /// Finding the scope held then may mean finding this claim's own record (`claim::claim`
+    /// reads whose).
+    pub(super) async fn write_knowing(&self, row: &Row) -> Result<(Written, bool), DbErr> {
+        outage::knowing("a claim", claim_pg::RIDE_OUT, || self.write(row.clone())).await
+    }
+
     /// One claim's writes, in the next batch (PostgreSQL only).
-    pub(super) async fn write(&self, row: Row) -> Result<Written, DbErr> {
+    async fn write(&self, row: Row) -> Result<Written, DbErr> {
         match self.0.submit(row).await {
             Ok(written) => written,
             Err(row) => claim_pg::write(self.db(), row).await,

@@ -5,13 +5,9 @@
 //! transaction around it. The same writes as `claim::write`, which SQLite runs on the caller's
 //! thread.
 
-use super::{
-    claim_batch::Claims,
-    status::{CallKind, CallStatus, PaymentStatus},
-};
+use super::status::{CallKind, CallStatus, PaymentStatus};
 use crate::{
     catalog::{CoachId, ModeId},
-    db::outage,
     receipt as receipts,
 };
 use sea_orm::{
@@ -137,14 +133,6 @@ fn refused(e: &DbErr) -> bool {
 /// outcome rides out would hold every request, and a worker may exit meanwhile); a few seconds
 /// carry a claim through a dropped connection or a quick failover.
 pub(super) const RIDE_OUT: std::time::Duration = std::time::Duration::from_secs(3);
-
-/// What the claim's writes found, and whether an earlier attempt may have written them: an
-/// attempt whose answer was lost (the connection failed under the statement) may have
-/// committed, so the same writes, with the same ids, are sent again through the blip. Finding
-/// the scope held then may mean finding this claim's own record (`claim::claim` reads whose).
-pub(super) async fn write_knowing(claims: &Claims, row: &Row) -> Result<(Written, bool), DbErr> {
-    outage::knowing("a claim", RIDE_OUT, || claims.write(row.clone())).await
-}
 
 /// One claim's statement (a batch of one, or a member claimed alone: `claim_batch`).
 pub(super) async fn write(db: &DatabaseConnection, row: Row) -> Result<Written, DbErr> {
