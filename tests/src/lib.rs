@@ -8,6 +8,7 @@ pub mod chain;
 pub mod db;
 pub mod facilitator;
 pub mod lagging_rpc;
+pub mod ledger_rows;
 pub mod llm;
 pub mod loopback;
 pub mod mcp;

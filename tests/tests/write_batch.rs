@@ -8,87 +8,21 @@
 //! The tests run on one thread: every claim of a `join_all` reaches the batcher before its
 //! runner does, so what shares a statement is known without timing anything.
 
-use chrono::Utc;
 use futures::future::join_all;
 use grove_common::{
     db::{
         entities::{call, idempotency, payment},
         outage,
     },
-    ledger::{
-        self, CallKind, CallStatus, Claim, Claims, NewCall, NewPayment, Outcomes, PaymentStatus,
-        Scope, Settlement,
-    },
+    ledger::{CallStatus, Claims, Outcomes, PaymentStatus},
 };
 use grove_tests::{
     TestDb,
-    pg_proxy::{Cut, PgProxy},
+    ledger_rows::{Answer, PAYER, claim, new_id, proxied, settle, settling_calls, stands},
+    pg_proxy::Cut,
 };
 use sea_orm::{ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait, TransactionTrait};
-use std::time::Duration;
 use uuid::Uuid;
-
-const PAYER: &str = "0x00000000000000000000000000000000000000aa";
-
-/// What a claim of `scope` paid by the authorization `nonce` answered, tagged for assertions.
-#[derive(Debug, PartialEq)]
-enum Answer {
-    New(Uuid),
-    Existing(Uuid),
-    NonceUsed,
-    Vacated,
-}
-
-async fn claim(claims: &Claims, scope: &str, nonce: &str) -> Answer {
-    let call = NewCall {
-        kind: CallKind::Coaching,
-        agent: None,
-        mode: None,
-        payer: PAYER.into(),
-        request_hash: format!("hash-{scope}"),
-        request: serde_json::json!({"messages": [{"role": "user", "content": scope}]}),
-        request_id: format!("req-{scope}-{nonce}"),
-    };
-    let pay = NewPayment {
-        nonce: nonce.into(),
-        amount: "180000".into(),
-        network: "eip155:8453".into(),
-        x402_version: 2,
-        settle_request: serde_json::json!({"x402Version": 2, "nonce": nonce}),
-        valid_before: 4_000_000_000,
-    };
-    let scope = Scope {
-        key: scope,
-        window: Duration::from_secs(86_400),
-    };
-    let now = Utc::now();
-    match ledger::claim(claims, scope, call, pay, now, now)
-        .await
-        .expect("a claim answers")
-    {
-        Claim::New(call) => Answer::New(call.id),
-        Claim::Existing { call_id, .. } => Answer::Existing(call_id),
-        Claim::NonceUsed => Answer::NonceUsed,
-        Claim::Vacated => Answer::Vacated,
-    }
-}
-
-/// A migrated database, a connection to it, and one through a proxy that can cut a statement.
-async fn proxied() -> (TestDb, DatabaseConnection, PgProxy, DatabaseConnection) {
-    let (test_db, db) = TestDb::migrated().await;
-    let proxy = PgProxy::in_front_of(&test_db.url).await;
-    let through = grove_common::db::connect_url(&proxy.url_for(&test_db.url))
-        .await
-        .expect("through the proxy");
-    (test_db, db, proxy, through)
-}
-
-fn new_id(a: &Answer) -> Uuid {
-    match a {
-        Answer::New(id) => *id,
-        other => panic!("expected a new call, got {other:?}"),
-    }
-}
 
 async fn scope_kept(db: &DatabaseConnection, scope: &str) -> bool {
     idempotency::Entity::find_by_id(scope.to_owned())
@@ -252,40 +186,6 @@ async fn a_batch_whose_answer_is_lost_gives_each_member_its_own_call() {
         assert_recorded(&db, new_id(answer), &format!("n-lost-{i}")).await;
     }
     assert_eq!(call::Entity::find().count(&db).await.expect("count"), 5);
-}
-
-/// A settled outcome for `id`, paid by `transaction`: whether it moved the call.
-async fn settle(outcomes: &Outcomes, id: Uuid, transaction: &str) -> Result<bool, sea_orm::DbErr> {
-    let settled = Settlement::Settled {
-        transaction: Some(transaction.into()),
-        local: false,
-    };
-    Ok(outcomes.record(id, &settled, Utc::now(), None).await?.moved)
-}
-
-/// `n` new calls, each settling with its payment reserved.
-async fn settling_calls(claims: &Claims, prefix: &str, n: usize) -> Vec<Uuid> {
-    let mut ids = Vec::new();
-    for i in 0..n {
-        ids.push(new_id(
-            &claim(claims, &format!("{prefix}-{i}"), &format!("n-{prefix}-{i}")).await,
-        ));
-    }
-    ids
-}
-
-async fn stands(db: &DatabaseConnection, id: Uuid) -> (CallStatus, PaymentStatus, Option<String>) {
-    let call = call::Entity::find_by_id(id)
-        .one(db)
-        .await
-        .expect("read")
-        .expect("the call");
-    let payments = payment::Entity::find().all(db).await.expect("read");
-    let paid = payments
-        .into_iter()
-        .find(|p| p.call_id == id)
-        .expect("its payment");
-    (call.status, paid.status, paid.transaction)
 }
 
 #[tokio::test]
