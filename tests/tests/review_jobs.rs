@@ -88,6 +88,7 @@ async fn rig() -> Rig {
         .await
         .expect("liveness lock");
     let deps = Deps {
+        runs: grove_common::ledger::Runs::new(db.clone(), 64),
         db,
         completions: Completions::local(),
         engine: None,

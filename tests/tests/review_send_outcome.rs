@@ -66,6 +66,7 @@ async fn rig() -> Rig {
         .await
         .expect("liveness lock");
     let deps = Deps {
+        runs: grove_common::ledger::Runs::new(conn.clone(), 64),
         db: conn,
         completions: Completions::local(),
         engine: None,

@@ -51,6 +51,7 @@ async fn worker(test_db: &TestDb, db: &DatabaseConnection) -> Rig {
     let schemas = Arc::new(SchemaRegistry::load().expect("schemas"));
     let engine = Engine::new(provider, schemas, LlmProviderKind::OpenAi, CALL_DEADLINE);
     let deps = Arc::new(Deps {
+        runs: grove_common::ledger::Runs::new(db.clone(), 64),
         db: db.clone(),
         completions: Completions::local(),
         engine: Some(engine),

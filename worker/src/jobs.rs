@@ -27,6 +27,8 @@ use uuid::Uuid;
 /// What a worker needs to run jobs.
 pub struct Deps {
     pub db: DatabaseConnection,
+    /// Runs' starts and results, in shared statements when they queue on PostgreSQL.
+    pub runs: ledger::Runs,
     pub completions: Completions,
     /// `None` when no model provider is configured: coaching jobs fail (and the API never sells
     /// them in that state).
@@ -169,7 +171,7 @@ async fn run_pre_started(deps: &Deps, started: Started) -> Result<(), JobError> 
 /// its time lease or died with its process (its liveness lock is gone). `Busy` only while the
 /// holder's process lives.
 pub async fn begin(deps: &Deps, call_id: Uuid, runner: Runner) -> Result<Start, sea_orm::DbErr> {
-    match ledger::start_attempt(&deps.db, call_id, runner).await? {
+    match deps.runs.start_attempt(call_id, runner).await? {
         Start::Busy(holder) => match holder.lease_process {
             Some(process)
                 if process != runner.process
@@ -224,15 +226,13 @@ pub async fn run_started(
             // run that gave up here would make the next one call the model again. The lease is
             // still held (`_held`), so a new liveness key after the outage takes this run along.
             let stored = Box::pin(outage::retrying("store the call's result", || {
-                ledger::complete(
-                    &deps.db,
-                    call.id,
-                    by,
-                    envelope.clone(),
-                    (usage.input_tokens, usage.output_tokens),
+                let stored = ledger::Stored {
+                    body: envelope.clone(),
+                    tokens: (usage.input_tokens, usage.output_tokens),
                     model_calls,
-                    answer.clone(),
-                )
+                    answer: answer.clone(),
+                };
+                deps.runs.complete(call.id, by, stored)
             }))
             .await?;
             let Some(stored) = stored else {

@@ -120,6 +120,7 @@ pub fn deps(config: &Config, parts: Parts) -> Result<Deps, WorkerError> {
     let status_callback = (config.sms_provider == SmsProviderKind::Twilio)
         .then(|| config.absolute(grove_common::catalog::paths::SMS_STATUS_WEBHOOK));
     Ok(Deps {
+        runs: grove_common::ledger::Runs::new(db.clone(), config.write_batch),
         db,
         completions,
         engine,

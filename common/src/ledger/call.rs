@@ -4,7 +4,7 @@
 //! tests), so of racing writers one moves the call and the others learn that they did not.
 
 use super::from;
-use super::pg::Finished;
+use super::pg::{Completing, Finished};
 use super::status::{CallStatus, PaymentStatus};
 use crate::clock;
 use crate::db::{
@@ -23,6 +23,7 @@ use sea_orm::{
     sea_query::{Alias, Expr, OnConflict, Query},
 };
 use serde_json::Value;
+use std::{future::Future, sync::Arc};
 use uuid::Uuid;
 
 /// What an attempt to start work on a call found.
@@ -49,7 +50,17 @@ pub async fn start_attempt(
     id: Uuid,
     runner: Runner,
 ) -> Result<Start, DbErr> {
-    let now = clock::wall();
+    let update = start_update(id, runner, clock::wall());
+    take(db, id, runner, || write::update_calls(db, update.clone())).await
+}
+
+/// `start_attempt`'s update: the lease for `runner` on call `id` if it is `pending`, or
+/// `running` under a time lease that lapsed by `now`.
+pub(super) fn start_update(
+    id: Uuid,
+    runner: Runner,
+    now: DateTime<Utc>,
+) -> UpdateMany<call::Entity> {
     let lapsed = Condition::any()
         .add(Expr::col(lease_until()).is_null())
         .add(Expr::col(lease_until()).lt(now));
@@ -59,7 +70,7 @@ pub async fn start_attempt(
             .add(call::Column::Status.eq(running))
             .add(lapsed),
     );
-    take(db, id, runner, runnable, now).await
+    starting(id, runner, now).filter(runnable)
 }
 
 /// Takes over a `running` call from `from`, a run whose process is known to be dead. A compare
@@ -81,7 +92,8 @@ pub async fn take_over(
             from.lease_owner.clone().map(Into::into),
         ))
         .add(same(lease_process(), from.lease_process.map(Into::into)));
-    take(db, id, runner, held_by_it, clock::wall()).await
+    let update = starting(id, runner, clock::wall()).filter(held_by_it);
+    take(db, id, runner, || write::update_calls(db, update.clone())).await
 }
 
 /// `settling → running` for `runner`, one more attempt: the run of a call whose settlement was
@@ -109,23 +121,24 @@ fn starting(id: Uuid, runner: Runner, now: DateTime<Utc>) -> UpdateMany<call::En
         .filter(call::Column::Id.eq(id))
 }
 
-async fn take(
+/// What a start's `write` (the lease's update, sent again as it was if its answer was lost)
+/// found: the call it started, or why not.
+pub(super) async fn take<F, Fut>(
     db: &DatabaseConnection,
     id: Uuid,
     runner: Runner,
-    condition: Condition,
-    now: DateTime<Utc>,
-) -> Result<Start, DbErr> {
-    let update = starting(id, runner, now).filter(condition);
+    write: F,
+) -> Result<Start, DbErr>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Vec<call::Model>, DbErr>>,
+{
     // RETURNING: the started call comes back from the update itself, one round trip instead of
     // two on every run's start; on SQLite it runs where the paid path's writes do (issue 12).
     // The third outcome: the start may have been committed. Sent again, it finds the call
     // running under this run's own lease if it was; left as `Busy`, the run would be nobody's
     // until its lease lapsed, and the paid call waiting on it would time out.
-    let (updated, after_lost) = outage::knowing("a run's start", outage::RIDE_OUT, || {
-        write::update_calls(db, update.clone())
-    })
-    .await?;
+    let (updated, after_lost) = outage::knowing("a run's start", outage::RIDE_OUT, write).await?;
     if let Some(started) = updated.into_iter().next() {
         return Ok(Start::Started(Box::new(started)));
     }
@@ -171,14 +184,50 @@ pub async fn complete(
     call_id: Uuid,
     by: Finisher,
     body: Value,
-    (input_tokens, output_tokens): (u64, u64),
+    tokens: (u64, u64),
     model_calls: u32,
     answer: Option<ModelCallRecord>,
 ) -> Result<Option<result::Model>, DbErr> {
+    let write = |c: Arc<Completing>| async move { super::pg::complete(db, &c).await };
+    let stored = Stored {
+        body,
+        tokens,
+        model_calls,
+        answer,
+    };
+    complete_with(db, call_id, by, stored, write).await
+}
+
+/// A result to store, as the run has it.
+pub struct Stored {
+    pub body: Value,
+    pub tokens: (u64, u64),
+    pub model_calls: u32,
+    pub answer: Option<ModelCallRecord>,
+}
+
+/// `complete`, its statement on PostgreSQL sent by `write` (again, as it was, if its answer was
+/// lost).
+pub(super) async fn complete_with<F, Fut>(
+    db: &DatabaseConnection,
+    call_id: Uuid,
+    by: Finisher,
+    Stored {
+        body,
+        tokens: (input_tokens, output_tokens),
+        model_calls,
+        answer,
+    }: Stored,
+    write: F,
+) -> Result<Option<result::Model>, DbErr>
+where
+    F: Fn(Arc<Completing>) -> Fut,
+    Fut: Future<Output = Result<Finished, DbErr>>,
+{
     // At the database's precision (microseconds): the result handed to a waiter with the
     // completion is then the one a later read returns.
     let now = clock::wall().trunc_subsecs(6);
-    let stored = result::Model {
+    let mut stored = result::Model {
         call_id,
         body,
         input_tokens: i64::try_from(input_tokens).unwrap_or(i64::MAX),
@@ -197,14 +246,22 @@ pub async fn complete(
             ),
             http_attempts: i32::try_from(rec.http_attempts).unwrap_or(i32::MAX),
         });
-        let answer = answer.as_ref();
+        let completing = Arc::new(Completing {
+            by,
+            stored,
+            answer,
+            now,
+        });
         // The third outcome: the result may have been stored. Written again, a result found
         // stored with the call completed is the call's (this run's own, or a re-run's that
         // raced it), not a lease lost.
-        outage::knowing("a call's result", outage::RIDE_OUT, || {
-            super::pg::complete(db, by, &stored, answer, now)
+        let written = outage::knowing("a call's result", outage::RIDE_OUT, || {
+            write(Arc::clone(&completing))
         })
-        .await?
+        .await?;
+        // The batch that wrote it has let go of its copy by the time it answered.
+        stored = Arc::try_unwrap(completing).map_or_else(|c| c.stored.clone(), |c| c.stored);
+        written
     } else {
         let written = complete_in_transaction(db, call_id, by, &stored, answer, now);
         (written.await?, false)

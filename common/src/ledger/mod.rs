@@ -13,7 +13,8 @@
 //!   without one, handed to reconciliation.
 //! - `call`: a run's start and takeover, completion, failure, and the free re-run.
 //! - `reorg`: the reorg watch's moves of a settled payment (`settled ↔ reorged`) and its end.
-//! - `pg`: those writes on PostgreSQL as one statement each (issue 12).
+//! - `pg`: those writes on PostgreSQL as one statement each (issue 12); `claim_batch`,
+//!   `outcome_batch` and `run_batch`: many of them in one statement when they queue (issue 31).
 
 mod call;
 mod claim;
@@ -23,15 +24,19 @@ pub mod from;
 mod outcome_batch;
 mod pg;
 mod reorg;
+mod run_batch;
 mod settlement;
 pub mod status;
 
-pub use call::{Start, complete, fail, reopen_failed, start_attempt, start_settled, take_over};
+pub use call::{
+    Start, Stored, complete, fail, reopen_failed, start_attempt, start_settled, take_over,
+};
 pub use claim::{Claim, NewCall, NewPayment, Scope, claim};
 pub use claim_batch::Claims;
 pub use from as call_from;
 pub use outcome_batch::Outcomes;
 pub use reorg::{TransferStanding, WATCHED_FROM, Watched, record_standing};
+pub use run_batch::Runs;
 pub use settlement::{
     Left, OUTCOME_FROM, Recorded, SETTLEMENT_FAILED, SETTLEMENT_UNAVAILABLE, Settlement, record,
     record_audited, reservations_unknown,

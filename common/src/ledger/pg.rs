@@ -34,20 +34,23 @@ pub(super) enum Finished {
 }
 
 /// States as SQL string literals, for a guard written into a statement.
-fn literals(states: &[CallStatus]) -> String {
+pub(super) fn literals(states: &[CallStatus]) -> String {
     let quoted: Vec<String> = states.iter().map(|s| format!("'{s}'")).collect();
     quoted.join(", ")
 }
 
 /// `super::call::complete`'s transaction: completes the call if `by` may, stores `stored` unless a
 /// result exists, and the answer it came from.
-pub(super) async fn complete(
-    db: &DatabaseConnection,
-    by: Finisher,
-    stored: &result::Model,
-    answer: Option<&Answer>,
-    now: DateTime<Utc>,
-) -> Result<Finished, DbErr> {
+/// A result to store on PostgreSQL, by whom, with the model answer it came from.
+pub(super) struct Completing {
+    pub(super) by: Finisher,
+    pub(super) stored: result::Model,
+    pub(super) answer: Option<Answer>,
+    pub(super) now: DateTime<Utc>,
+}
+
+pub(super) async fn complete(db: &DatabaseConnection, c: &Completing) -> Result<Finished, DbErr> {
+    let (by, stored, answer, now) = (c.by, &c.stored, c.answer.as_ref(), c.now);
     let guard = match by {
         Finisher::Run(_) => format!(
             r#" AND "status" = '{}' AND "lease_owner" = $14"#,
@@ -105,11 +108,16 @@ SELECT (SELECT count(*) FROM c) AS "finished", (SELECT count(*) FROM r) AS "stor
         owner.into(),
     ];
     let (finished, inserted) = counts(db, sql, values, "finished", "stored").await?;
-    Ok(match (finished, inserted) {
+    Ok(finished_as(finished, inserted))
+}
+
+/// What `complete`'s statement did, from the calls it completed and the results it inserted.
+pub(super) fn finished_as(finished: i64, inserted: i64) -> Finished {
+    match (finished, inserted) {
         (0, _) => Finished::NotHolder,
         (_, 1) => Finished::Stored,
         _ => Finished::Existing,
-    })
+    }
 }
 
 /// A settled payment (`settled`: its status, `transaction` if it named one) and its call,

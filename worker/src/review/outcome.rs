@@ -62,16 +62,16 @@ pub(super) async fn first_outcome(deps: &Deps, review_id: &str) -> Result<(), Jo
         receipt::json(&call.receipt_id, call.created_at),
         failure,
     );
-    let stored = ledger::complete(
-        &deps.db,
-        call.id,
-        calls::Finisher::Unleased,
+    let stored = ledger::Stored {
         body,
-        (0, 0),
-        0,
-        None,
-    )
-    .await?;
+        tokens: (0, 0),
+        model_calls: 0,
+        answer: None,
+    };
+    let stored = deps
+        .runs
+        .complete(call.id, calls::Finisher::Unleased, stored)
+        .await?;
     match stored {
         Some(result) => deps.completions.completed(call.id, result).await,
         None => deps.completions.notify(call.id).await,

@@ -104,7 +104,7 @@ pub async fn pass(deps: &Arc<Deps>, seen: &mut Seen) -> Result<usize, DbErr> {
         // A lapsed time lease is re-checked in the statement itself; a dead process's run is
         // taken with a compare-and-set on the lease as read (a dead process never renews).
         let started = if lapsed {
-            ledger::start_attempt(&deps.db, orphan.id, runner).await?
+            deps.runs.start_attempt(orphan.id, runner).await?
         } else {
             ledger::take_over(&deps.db, orphan.id, &orphan.holder, runner).await?
         };
