@@ -28,6 +28,9 @@ pub struct QueueGauges {
     /// What admission reads: the workers' coaching load, and the calls ahead of a new one
     /// (`paid::admission`).
     pub admission: (grove_common::load::Load, u64),
+    /// How long the oldest paid call's write has waited for a database batch
+    /// (`paid::health::writes_keep_up`).
+    pub write_wait: std::time::Duration,
 }
 
 impl Metrics {
@@ -118,6 +121,7 @@ impl Metrics {
         r.gauge(m::ADMISSION_CAPACITY, &[], load.capacity as f64);
         r.gauge(m::ADMISSION_AHEAD, &[], *ahead as f64);
         r.gauge(m::ADMISSION_COMPLETIONS, &[], load.completions_per_s());
+        r.gauge(m::ADMISSION_WRITE_WAIT, &[], queue.write_wait.as_secs_f64());
         if let Some(service) = load.service_time() {
             r.gauge(m::ADMISSION_SERVICE, &[], service.as_secs_f64());
         }

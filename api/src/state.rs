@@ -65,6 +65,12 @@ impl AppState {
     pub fn new(inner: Inner) -> Self {
         Self(Arc::new(inner))
     }
+
+    /// How long the oldest paid call's write (its claim or settled outcome) has waited for a
+    /// database batch: how far the database is behind (zero on SQLite).
+    pub fn write_wait(&self) -> std::time::Duration {
+        self.claims.waited().max(self.outcomes.waited())
+    }
 }
 
 impl std::ops::Deref for AppState {

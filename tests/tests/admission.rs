@@ -242,3 +242,66 @@ async fn a_flood_is_refused_before_payment_never_after_embedded() {
 async fn a_flood_is_refused_before_payment_never_after_distributed() {
     a_flood_is_refused_before_payment_never_after(1).await;
 }
+
+/// On PostgreSQL, paid calls' claims that wait for the database (here a table locked by another
+/// transaction) hold back new prices: once the oldest has waited a tenth of the deadline, an
+/// unpaid request gets `503 over_capacity` with `Retry-After` and nothing is settled for it;
+/// the paid calls already in go on once the database answers, each settled and run once, and
+/// prices come back when the queue has drained.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_queued_for_the_database_refuse_new_prices_never_payments() {
+    if !grove_tests::db::postgres_only() {
+        return;
+    }
+    let rig = spawn_paid(options(0, 8, 10)).await;
+    rig.llm.script(std::iter::repeat_n(Reply::Valid, 4));
+    let bodies: Vec<Value> = (0..4).map(question).collect();
+    let mut payments = Vec::new();
+    for body in &bodies {
+        let quote = rig.challenge(CALL, body).await;
+        payments.push(rig.wallet.pay(&quote, PayOptions::default()));
+    }
+    let db = grove_common::db::connect_url(&rig.db.url)
+        .await
+        .expect("connect");
+    let locker = sea_orm::TransactionTrait::begin(&db).await.expect("begin");
+    sea_orm::ConnectionTrait::execute_unprepared(
+        &locker,
+        r#"LOCK TABLE "idempotency_records" IN EXCLUSIVE MODE"#,
+    )
+    .await
+    .expect("lock");
+    // Two claims run (and wait on the lock), the others wait for a batch.
+    let paid: Vec<_> = bodies
+        .iter()
+        .zip(&payments)
+        .map(|(body, payment)| rig.spawn_paid_call(CALL, body, payment))
+        .collect();
+    // Read on /metrics: a request for a price would count as a call about to arrive.
+    wait_until(
+        "the oldest claim has waited a tenth of the deadline",
+        async || {
+            gauge(&rig, "grove_admission_write_wait_seconds")
+                .await
+                .is_some_and(|s| s >= 1.0)
+        },
+    )
+    .await;
+    let refused = rig.app.post_json(CALL, &question(9), &[]).await;
+    assert_eq!(refused.status(), 503);
+    assert!(retry_after(&refused) >= 1);
+    let body: Value = refused.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "over_capacity", "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("waiting for the database"), "{body}");
+    assert_eq!(rig.facilitator.settle_calls(), 0, "nothing settled yet");
+
+    locker.rollback().await.expect("unlock");
+    for call in paid {
+        let r = call.await.expect("join").expect("response");
+        assert_eq!(r.status(), 200, "{:?}", r.text().await);
+    }
+    assert_eq!(rig.facilitator.transfers(), 4, "the paid calls, once each");
+    assert_eq!(rig.llm.received(), 4, "one model call per paid call");
+    rig.challenge(CALL, &question(10)).await;
+}

@@ -153,6 +153,13 @@ pub enum ApiError {
         "every worker is busy with calls that would not leave room for this one within the deadline, so it is not sold now; nothing was charged: retry after Retry-After seconds"
     )]
     OverCapacity { retry_after_s: u64 },
+    /// 503 `over_capacity`: paid calls' writes are queued for the database, so a new call is
+    /// not priced (`paid::health::writes_keep_up`). Never answers a request whose payment is
+    /// already held.
+    #[error(
+        "the paid calls ahead of this one are waiting for the database, so it is not sold now; nothing was charged: retry after Retry-After seconds"
+    )]
+    WritesQueued { retry_after_s: u64 },
     /// 500: a bug or an outage. The cause, with its own sources, is logged; the client gets
     /// only the request id.
     #[error("internal error")]
@@ -225,6 +232,7 @@ impl ApiError {
             | ApiError::SettlementUnavailable { retry_after_s }
             | ApiError::RateLimited { retry_after_s }
             | ApiError::OverCapacity { retry_after_s }
+            | ApiError::WritesQueued { retry_after_s }
             | ApiError::ProviderUnavailable { retry_after_s, .. } => Some(*retry_after_s),
             ApiError::Unavailable(_) | ApiError::PaymentsDisabled => {
                 Some(NOT_ON_SALE_RETRY_AFTER_S)
@@ -267,6 +275,7 @@ impl ApiError {
             | ApiError::SettlementUnavailable { .. }
             | ApiError::DatabaseUnavailable
             | ApiError::OverCapacity { .. }
+            | ApiError::WritesQueued { .. }
             | ApiError::ProviderUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -306,7 +315,7 @@ impl ApiError {
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::ProviderUnavailable { provider, .. } => unavailable_code(*provider),
             ApiError::DatabaseUnavailable => "database_unavailable",
-            ApiError::OverCapacity { .. } => "over_capacity",
+            ApiError::OverCapacity { .. } | ApiError::WritesQueued { .. } => "over_capacity",
             ApiError::Internal(_) => "internal",
         }
     }

@@ -68,6 +68,7 @@ pub async fn purchase(
         }
         Ok(None) => {
             health::before_price(state, product)?;
+            health::writes_keep_up(state)?;
             health::within_capacity(state, product)?;
             return Err(terms.refuse(codes::PAYMENT_REQUIRED));
         }
@@ -77,6 +78,7 @@ pub async fn purchase(
         Ok(p) => p,
         Err(WalletCheckError::Rejected(rejection)) => {
             health::before_price(state, product)?;
+            health::writes_keep_up(state)?;
             health::within_capacity(state, product)?;
             state.metrics.payment_rejected(rejection.reason());
             tracing::info!(reason = rejection.reason(), "payment refused");

@@ -9,7 +9,8 @@
 //! A call paid that way and failed in the outage is re-run once the gate closes (`rerun`).
 //!
 //! No price either for a coaching call that could not finish within the deadline at the
-//! workers' pace (`within_capacity`, issue 31; the estimate is `super::admission`'s).
+//! workers' pace (`within_capacity`, issue 31; the estimate is `super::admission`'s), nor for
+//! any paid call while the database's writes queue (`writes_keep_up`).
 
 use super::product::Product;
 use crate::{error::ApiError, state::AppState};
@@ -58,4 +59,30 @@ pub(super) fn within_capacity(state: &AppState, product: &dyn Product) -> Result
     Err(ApiError::OverCapacity {
         retry_after_s: wait.as_secs(),
     })
+}
+
+/// The part of the deadline a paid call's writes may wait for the database before new calls are
+/// refused: the margin admission leaves beyond the model's rounds (`grove_common::load::admit`).
+const WRITE_WAIT_SHARE: u32 = 10;
+
+/// `Err(WritesQueued)` while the paid calls' writes queue for the database (on PostgreSQL, the
+/// oldest claim or settled outcome waiting for a batch has waited a tenth of the deadline): a
+/// new call priced now would wait behind them before its payment, and again after it, so it is
+/// refused before a price, as a coaching call past the workers' capacity is. The wait so far is
+/// the Retry-After: about as long again drains the queue, at the pace it is going.
+pub(super) fn writes_keep_up(state: &AppState) -> Result<(), ApiError> {
+    let waited = state.write_wait();
+    let deadline = state.config.call_deadline;
+    if waited < deadline / WRITE_WAIT_SHARE {
+        return Ok(());
+    }
+    state.metrics.over_capacity();
+    let retry_after_s = waited.as_secs_f64().ceil() as u64;
+    let retry_after_s = retry_after_s.clamp(1, deadline.as_secs().max(1));
+    tracing::warn!(
+        waited_ms = waited.as_millis() as u64,
+        retry_after_s,
+        "not priced: paid calls' writes are queued for the database"
+    );
+    Err(ApiError::WritesQueued { retry_after_s })
 }

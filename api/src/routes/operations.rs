@@ -93,6 +93,7 @@ async fn scrape(state: &AppState) -> String {
         consumers: state.queue.consumers().await.ok().flatten(),
         push_retries: state.push_retries.count(),
         admission: state.admission.gauges(),
+        write_wait: state.write_wait(),
     };
     let payments = match grove_common::db::payments::unknown_counts(&state.db).await {
         Ok(counts) => Some(counts),

@@ -22,6 +22,7 @@ use std::{
         Arc, Mutex, PoisonError,
         atomic::{AtomicU64, Ordering::Relaxed},
     },
+    time::{Duration, Instant},
 };
 use tokio::sync::oneshot;
 
@@ -48,7 +49,8 @@ struct Shared<I, O> {
 }
 
 struct State<I, O> {
-    waiting: VecDeque<(I, oneshot::Sender<O>)>,
+    /// Each write, where its answer goes, and when it was handed over.
+    waiting: VecDeque<(I, oneshot::Sender<O>, Instant)>,
     in_flight: usize,
 }
 
@@ -77,7 +79,7 @@ impl<I: Send + 'static, O: Send + 'static> Batcher<I, O> {
         let (tx, rx) = oneshot::channel();
         let start = {
             let mut s = self.shared.lock();
-            s.waiting.push_back((item, tx));
+            s.waiting.push_back((item, tx, Instant::now()));
             let start = s.in_flight < self.shared.max_in_flight;
             if start {
                 s.in_flight += 1;
@@ -88,6 +90,15 @@ impl<I: Send + 'static, O: Send + 'static> Batcher<I, O> {
             tokio::spawn(drive(Running(Arc::clone(&self.shared))));
         }
         rx.await.map_err(|_| NoAnswer)
+    }
+
+    /// How long the oldest write not yet sent has waited for a batch (zero when none waits):
+    /// how far behind the database is, which admission reads before a price.
+    pub fn waited(&self) -> Duration {
+        let s = self.shared.lock();
+        s.waiting
+            .front()
+            .map_or(Duration::ZERO, |(_, _, since)| since.elapsed())
     }
 }
 
@@ -127,7 +138,8 @@ async fn drive<I: Send + 'static, O: Send + 'static>(running: Running<I, O>) {
         if batch.is_empty() {
             return;
         }
-        let (items, answers): (Vec<I>, Vec<_>) = batch.into_iter().unzip();
+        let (items, answers): (Vec<I>, Vec<_>) =
+            batch.into_iter().map(|(i, answer, _)| (i, answer)).unzip();
         let outs = (shared.run)(items).await;
         for (answer, out) in answers.into_iter().zip(outs) {
             // A caller that went away no longer wants its answer.
@@ -185,6 +197,12 @@ impl<I: Send + 'static, O: Send + 'static> Batched<I, O> {
     /// How many writes so far were answered by a statement they shared with another.
     pub fn shared(&self) -> u64 {
         self.shared.load(Relaxed)
+    }
+
+    /// How long the oldest write waiting for a batch has waited (`Batcher::waited`; zero where
+    /// writes are not batched).
+    pub fn waited(&self) -> Duration {
+        self.batch.as_ref().map_or(Duration::ZERO, Batcher::waited)
     }
 
     /// `item`'s answer from the next batch; the item back where writes are not batched.
@@ -382,6 +400,10 @@ mod tests {
         for _ in 0..100 {
             tokio::task::yield_now().await;
         }
+        assert!(
+            b.waited() > Duration::ZERO,
+            "ten writes wait behind the first"
+        );
         gate.notify_one();
         assert_eq!(first.await.unwrap(), 10);
         for (i, t) in (2..12).zip(rest) {
@@ -389,6 +411,7 @@ mod tests {
             assert_eq!(t.await.unwrap(), i * 10);
         }
         assert_eq!(*sizes.lock().unwrap(), vec![1, 10]);
+        assert_eq!(b.waited(), Duration::ZERO, "nothing waits");
     }
 
     #[tokio::test]

@@ -47,6 +47,11 @@ impl Claims {
         self.0.shared()
     }
 
+    /// How long the oldest claims waiting for a batch has waited.
+    pub fn waited(&self) -> std::time::Duration {
+        self.0.waited()
+    }
+
     pub fn db(&self) -> &DatabaseConnection {
         self.0.db()
     }

@@ -57,6 +57,11 @@ impl Outcomes {
         self.0.shared()
     }
 
+    /// How long the oldest outcomes waiting for a batch has waited.
+    pub fn waited(&self) -> std::time::Duration {
+        self.0.waited()
+    }
+
     /// `settlement::record`, a settled outcome on PostgreSQL in the next batch.
     pub async fn record(
         &self,

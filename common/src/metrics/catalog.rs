@@ -49,7 +49,7 @@ series! {
     RATE_LIMITED = "grove_rate_limited_total", Counter, ["limit"],
         "Requests refused by a rate limit (ip, payer or bad_payments).";
     OVER_CAPACITY = "grove_over_capacity_total", Counter, [],
-        "Unpaid coaching requests answered 503 instead of a price because the calls ahead would not finish within the deadline.";
+        "Unpaid requests answered 503 over_capacity instead of a price: the coaching calls ahead would not finish within the deadline, or paid calls' writes are queued for the database.";
     GATE_REFUSALS = "grove_gate_refusals_total", Counter, ["provider"],
         "Requests answered 503 instead of a price because their provider's health gate was open.";
     GATE_OPEN = "grove_provider_gate_open", Gauge, ["provider"],
@@ -87,7 +87,9 @@ series! {
     ADMISSION_COMPLETIONS = "grove_admission_completions_per_second", Gauge, [],
         "Coaching runs finished per second over the last minute.";
     ADMISSION_SERVICE = "grove_admission_service_seconds", Gauge, [],
-        "Mean time of one coaching run over the last minute (absent before one finished).";
+        "Mean time of one coaching run, to its outcome stored, over the last minute (absent before one finished).";
+    ADMISSION_WRITE_WAIT = "grove_admission_write_wait_seconds", Gauge, [],
+        "How long the oldest paid call's write (claim or settled outcome) has waited for a database batch; past a tenth of CALL_DEADLINE_S new calls get 503 over_capacity.";
     PUSH_RETRIES = "grove_push_retries", Gauge, [],
         "Settled calls whose failed push is being retried.";
     SWEEPS = "grove_review_sweeps_total", Counter, [],

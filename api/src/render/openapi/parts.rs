@@ -34,7 +34,7 @@ fn detail_codes() -> String {
 
 pub(super) fn retry_after() -> Value {
     json!({"Retry-After": {
-        "description": "Seconds to wait before retrying: request_in_progress, settlement_pending, unavailable, payments_disabled, database_unavailable, model_unavailable and sms_unavailable (until the provider's next health probe), over_capacity (until the calls ahead would leave room), rate_limited, and /readyz when not ready.",
+        "description": "Seconds to wait before retrying: request_in_progress, settlement_pending, unavailable, payments_disabled, database_unavailable, model_unavailable and sms_unavailable (until the provider's next health probe), over_capacity (until the calls ahead, or the paid calls' writes queued for the database, would leave room), rate_limited, and /readyz when not ready.",
         "schema": {"type": "integer", "minimum": 0},
     }})
 }
@@ -130,7 +130,7 @@ pub(super) fn paid_operation(
             "429": error_with_retry_after("rate_limited: too many unpaid requests from this address, or new paid calls from this payer; nothing was reserved or charged, and the same payment stays valid after Retry-After. A paid repeat and a payment retry are never limited."),
             "422": error_response(&format!("validation_failed (every violation with its JSON pointer). On the review request: one problem keeps validation_failed (or consent_invalid for consent), more than one answers invalid_request, and every detail carries its own code ({}). Also mode_not_offered, idempotency_key_reused, invalid_idempotency_key.", detail_codes())),
             "502": error_response("upstream_failed after settlement; the body carries the receipt and a retry is free."),
-            "503": error_with_retry_after("unavailable, payments_disabled, settlement_unavailable (our facilitator credentials were refused, or our chain endpoint is down: the identical retry with the same payment works once fixed), database_unavailable (a database restart or failover, over in seconds: the identical retry with the same payment works), or model_unavailable / sms_unavailable (the provider this work needs is down, so it is not priced; Retry-After is the next health probe; a request whose payment is already held is never refused this way), or over_capacity (a coaching call: the calls ahead would not leave it room to finish within the deadline, so it is not priced; a request whose payment is already held is never refused this way); nothing was charged."),
+            "503": error_with_retry_after("unavailable, payments_disabled, settlement_unavailable (our facilitator credentials were refused, or our chain endpoint is down: the identical retry with the same payment works once fixed), database_unavailable (a database restart or failover, over in seconds: the identical retry with the same payment works), or model_unavailable / sms_unavailable (the provider this work needs is down, so it is not priced; Retry-After is the next health probe; a request whose payment is already held is never refused this way), or over_capacity (a coaching call: the calls ahead would not leave it room to finish within the deadline; or any paid call while the paid calls' writes are queued for the database: it is not priced; a request whose payment is already held is never refused this way); nothing was charged."),
             "504": error_with_retry_after("still_running or settlement_pending: the deadline passed; the body carries the receipt to poll."),
         },
         "x-payment-info": payment_info,
