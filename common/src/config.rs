@@ -76,8 +76,9 @@ pub const MAX_WORKER_CONCURRENCY: usize = 100_000;
 /// and 32 made 615-616, PostgreSQL's CPU per call rising with each step.
 pub const DEFAULT_DATABASE_POOL: u32 = 8;
 
-/// Paid calls' claims (or settled outcomes) one PostgreSQL statement may carry by default
-/// (`DATABASE_WRITE_BATCH`, `ledger::Claims`, `ledger::Outcomes`): a lone write runs alone, and
+/// Paid calls' claims (or settled outcomes, runs' starts, results) one PostgreSQL statement may
+/// carry by default (`DATABASE_WRITE_BATCH`, `ledger::Claims`, `ledger::Outcomes`,
+/// `ledger::Runs`): a lone write runs alone, and
 /// writes that queue share a statement.
 pub const DEFAULT_WRITE_BATCH: usize = 64;
 
@@ -109,8 +110,8 @@ pub struct Config {
     pub sqlite_sync: SqliteSync,
     /// `DATABASE_POOL_SIZE`: PostgreSQL connections this process keeps (1-256; SQLite has one).
     pub database_pool: u32,
-    /// `DATABASE_WRITE_BATCH`: paid calls' claims, or their settled outcomes, one PostgreSQL
-    /// statement may carry (1-1024; 1 writes each alone).
+    /// `DATABASE_WRITE_BATCH`: paid calls' claims, settled outcomes, runs' starts or results one
+    /// PostgreSQL statement may carry (1-1024; 1 writes each alone).
     pub write_batch: usize,
     /// `None`: jobs run in-process on the embedded backend.
     pub redis_url: Option<Secret>,
