@@ -265,3 +265,47 @@ async fn a_batch_of_outcomes_whose_answer_is_lost_tells_each_member_so() {
         assert!(!settle(&outcomes, *id, "0xabc").await.expect("written"));
     }
 }
+
+/// A batch of claims finds each member's authorization by the `(payer, nonce)` index, not by
+/// scanning every payment: as `NOT EXISTS` the planner made it a hash anti-join over a scan of
+/// the whole table, once per batch, which a table of many payments makes the costliest part of
+/// every claim.
+#[tokio::test]
+async fn a_batch_of_claims_reads_payments_by_their_index() {
+    if !grove_tests::db::postgres_only() {
+        return;
+    }
+    let (_test_db, db) = TestDb::migrated().await;
+    db.execute_unprepared(&format!(
+        r#"INSERT INTO "payments" ("id", "call_id", "payer", "nonce", "amount", "network",
+            "x402_version", "status", "settle_request", "valid_before", "checks", "created_at",
+            "updated_at")
+        SELECT gen_random_uuid(), gen_random_uuid(), '{PAYER}', 'n-' || g, '180000',
+            'eip155:8453', 2, 'settled', '{{}}', 4000000000, 0, now(), now()
+        FROM generate_series(1, 3000) g;
+        ANALYZE "payments""#
+    ))
+    .await
+    .expect("payments");
+    let members = serde_json::json!([
+        {"i": 0, "payer": PAYER, "nonce": "new-1", "scope": "s1"},
+        {"i": 1, "payer": PAYER, "nonce": "new-2", "scope": "s2"},
+    ]);
+    let sql = Claims::batch_statement().replace("$1::json", &format!("'{members}'::json"));
+    let plan: Vec<String> = db
+        .query_all_raw(sea_orm::Statement::from_string(
+            sea_orm::DbBackend::Postgres,
+            format!("EXPLAIN {sql}"),
+        ))
+        .await
+        .expect("explain")
+        .iter()
+        .map(|row| row.try_get::<String>("", "QUERY PLAN").expect("a line"))
+        .collect();
+    let plan = plan.join("\n");
+    assert!(
+        plan.contains("using payments_payer_nonce on payments q"),
+        "{plan}"
+    );
+    assert!(!plan.contains("Seq Scan on payments"), "{plan}");
+}

@@ -56,6 +56,12 @@ impl Claims {
         self.0.db()
     }
 
+    /// The statement a batch of claims runs, its members the JSON array bound as `$1` (for a
+    /// test of the plan PostgreSQL makes of it).
+    pub fn batch_statement() -> &'static str {
+        SQL.as_str()
+    }
+
     /// What the claim's writes found, and whether an earlier attempt may have written them: an
     /// attempt whose answer was lost (the connection failed under the statement) may have
     /// committed, so the same writes, with the same ids, are sent again through the blip.
@@ -164,7 +170,10 @@ async fn write_many(
 
 /// The claim's statement (`claim_pg`) for many members: `b` the members, `f` those whose
 /// authorization no live reservation holds; then the scope, the payment, the call and its
-/// receipt as there, each part joined to its member by the call's id.
+/// receipt as there, each part joined to its member by the call's id. `f`'s check is a
+/// subquery with a `LIMIT`, which the planner runs per member on the `(payer, nonce)` index: as
+/// `NOT EXISTS` it became a hash anti-join over a scan of every payment, once per batch
+/// (`pg_stat_user_tables`: 457,938 rows read by 276 scans in one `--bin paid` run).
 static SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         r#"WITH b AS (
@@ -175,8 +184,9 @@ static SQL: LazyLock<String> = LazyLock::new(|| {
         "kind" text, "agent" text, "mode" text, "request" text, "receipt_id" text,
         "request_id" text, "expires_at" timestamptz)),
 f AS (
-    SELECT b.* FROM b WHERE NOT EXISTS (SELECT 1 FROM "payments" q
-        WHERE q."payer" = b."payer" AND q."nonce" = b."nonce" AND q."status" <> '{released}')),
+    SELECT b.* FROM b WHERE (SELECT 1 FROM "payments" q
+        WHERE q."payer" = b."payer" AND q."nonce" = b."nonce" AND q."status" <> '{released}'
+        LIMIT 1) IS NULL),
 s AS (
     INSERT INTO "idempotency_records" ("scope", "call_id", "request_hash", "expires_at", "created_at")
     SELECT "scope", "call_id", "request_hash", "window_end", "window_start" FROM f
