@@ -290,6 +290,13 @@ where
         .collect()
 }
 
+/// Which of `rows` may share a statement when one statement cannot write one row twice: the
+/// first for each `key`; a later one is written alone, after it.
+pub fn first_of_each<R, K: std::hash::Hash + Eq>(rows: &[R], key: impl Fn(&R) -> K) -> Vec<bool> {
+    let mut seen = std::collections::HashSet::new();
+    rows.iter().map(|r| seen.insert(key(r))).collect()
+}
+
 /// The members as one JSON array for a statement's `json_to_recordset`, each given its place in
 /// the batch as `"i"`.
 pub fn json<R>(rows: &[&R], member: impl Fn(&R) -> serde_json::Value) -> String {

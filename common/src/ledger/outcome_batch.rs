@@ -24,10 +24,7 @@ use crate::db::{
 };
 use chrono::{DateTime, Utc};
 use sea_orm::{DatabaseConnection, DbErr};
-use std::{
-    collections::HashSet,
-    sync::{Arc, LazyLock, atomic::AtomicU64},
-};
+use std::sync::{Arc, LazyLock, atomic::AtomicU64};
 use uuid::Uuid;
 
 /// A settled outcome, as written.
@@ -100,8 +97,7 @@ async fn run(
     rows: Vec<Settled>,
 ) -> Vec<Result<bool, DbErr>> {
     // The first outcome for a call goes in the batch; a later one alone, after it.
-    let mut calls = HashSet::new();
-    let together: Vec<bool> = rows.iter().map(|r| calls.insert(r.call_id)).collect();
+    let together = batch::first_of_each(&rows, |r| r.call_id);
     batch::write(
         "outcomes",
         rows,

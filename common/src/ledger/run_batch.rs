@@ -27,10 +27,7 @@ use crate::db::{
 use chrono::{DateTime, Utc};
 use sea_orm::{DatabaseConnection, DbErr, FromQueryResult};
 use serde::Serialize;
-use std::{
-    collections::HashSet,
-    sync::{Arc, LazyLock, atomic::AtomicU64},
-};
+use std::sync::{Arc, LazyLock, atomic::AtomicU64};
 use uuid::Uuid;
 
 /// A run's start, as written.
@@ -104,18 +101,12 @@ async fn start_alone(db: &DatabaseConnection, s: Starting) -> Result<Vec<row::Mo
     write::update_calls(db, call::start_update(s.call_id, s.runner, s.now)).await
 }
 
-/// The first write for a call goes in the batch; a later one alone, after it.
-fn first_of_each<R>(rows: &[R], id: impl Fn(&R) -> Uuid) -> Vec<bool> {
-    let mut calls = HashSet::new();
-    rows.iter().map(|r| calls.insert(id(r))).collect()
-}
-
 async fn run_starts(
     db: DatabaseConnection,
     shared: Arc<AtomicU64>,
     rows: Vec<Starting>,
 ) -> Vec<Result<Vec<row::Model>, DbErr>> {
-    let together = first_of_each(&rows, |s| s.call_id);
+    let together = batch::first_of_each(&rows, |s| s.call_id);
     let members = |rows: &[&Starting]| {
         batch::json(rows, |s| {
             serde_json::json!({
@@ -222,7 +213,7 @@ async fn run_results(
     shared: Arc<AtomicU64>,
     rows: Vec<Arc<Completing>>,
 ) -> Vec<Result<Finished, DbErr>> {
-    let together = first_of_each(&rows, |c| c.stored.call_id);
+    let together = batch::first_of_each(&rows, |c| c.stored.call_id);
     let many = |members, n| {
         batch::query(&db, RESULT_SQL.as_str(), members, n, |r| {
             let (finished, stored): (i64, i64) =
