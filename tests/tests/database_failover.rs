@@ -382,3 +382,113 @@ async fn a_worker_exits_non_zero_when_the_database_stays_away_past_its_limit() {
         gone.elapsed().as_secs_f64()
     );
 }
+
+/// The advisory-lock connection of a liveness claim (`db::liveness`), cut as a restart cuts it.
+async fn cut_lock(db: &sea_orm::DatabaseConnection, url: &str, key: i64) {
+    db.execute_raw(Statement::from_sql_and_values(
+        DatabaseBackend::Postgres,
+        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' \
+         AND objsubid = 2 AND classid = $1::bigint::oid AND objid = $2::bigint::oid",
+        [
+            i64::from(grove_common::db::liveness::NAMESPACE).into(),
+            key.into(),
+        ],
+    ))
+    .await
+    .expect("terminate the lock's connection");
+    wait_until("the lock released", async || {
+        !liveness_keys(url).await.contains(&key)
+    })
+    .await;
+}
+
+/// A restart drops every process's lock at once, and each notices on its own schedule: a
+/// process whose own lock is gone judges nobody dead (the others have not taken theirs again
+/// yet either) until it holds a lock again and its grace has run. A look for dead runs that
+/// began before the outage and was answered after it took a live run and asked the model a
+/// second time (CI, 2026-12-05: 26 model calls for 24 paid calls in the test above).
+#[tokio::test]
+async fn a_process_whose_own_lock_is_gone_judges_no_other_process_dead() {
+    if !grove_tests::db::postgres_only() {
+        return;
+    }
+    use grove_common::db::liveness::Liveness;
+    let (test_db, db) = grove_tests::TestDb::migrated().await;
+    let claim = async || Liveness::claim(&db, &test_db.url).await.expect("claim");
+    let (kept, looking, gone) = (claim().await, claim().await, claim().await);
+    let gone_key = gone.key();
+
+    // One process's lock gone, the looker's held: that process is dead to it.
+    cut_lock(&db, &test_db.url, gone_key).await;
+    assert!(!looking.is_alive(&db, gone_key).await.expect("alive?"));
+
+    // The looker's own lock gone too (its watch may not have noticed): nobody is dead to it.
+    cut_lock(&db, &test_db.url, looking.key()).await;
+    assert!(looking.is_alive(&db, gone_key).await.expect("alive?"));
+    assert!(looking.is_alive(&db, kept.key()).await.expect("alive?"));
+    // A process that kept its lock sees both as gone.
+    let seen = kept.alive(&db).await.expect("alive");
+    assert!(!seen.contains(gone_key) && !seen.contains(looking.key()));
+
+    // Once the looker holds a new lock, the grace: still nobody dead to it.
+    let old = looking.reclaim(&db).await.expect("reclaim");
+    assert_ne!(old, looking.key());
+    assert!(looking.is_alive(&db, gone_key).await.expect("alive?"));
+}
+
+/// A takeover is decided on a lookup and done by a later write; a restart between the two (the
+/// write waiting for a connection through the outage) must not take a run whose process is
+/// about to move it to a new key. The taker's own lock, held when the write runs, is in the
+/// write: gone with the restart, the write takes nothing.
+#[tokio::test]
+async fn a_takeover_decided_before_a_restart_takes_nothing_after_it() {
+    if !grove_tests::db::postgres_only() {
+        return;
+    }
+    use grove_common::{
+        db::{calls, liveness::Liveness},
+        ledger::{self, CallStatus, Start},
+    };
+    let (test_db, db) = grove_tests::TestDb::migrated().await;
+    let claim = async || Liveness::claim(&db, &test_db.url).await.expect("claim");
+    let (holder_process, taker) = (claim().await, claim().await);
+    let runner = |process| calls::Runner {
+        run: uuid::Uuid::now_v7(),
+        process,
+    };
+    let id = grove_tests::db::insert_call(&db, CallStatus::Pending).await;
+    let held = runner(holder_process.key());
+    assert!(matches!(
+        ledger::start_attempt(&db, id, held).await.expect("start"),
+        Start::Started(_)
+    ));
+
+    // The taker's look: the holder's lock is gone first (its backend exited first), the taker's
+    // still held, so the holder looks dead.
+    cut_lock(&db, &test_db.url, holder_process.key()).await;
+    assert!(
+        !taker
+            .is_alive(&db, holder_process.key())
+            .await
+            .expect("alive?")
+    );
+    let seen = calls::holder(&db, id)
+        .await
+        .expect("holder")
+        .expect("lease");
+    // Then the taker's lock goes too (the same restart), before its write runs.
+    cut_lock(&db, &test_db.url, taker.key()).await;
+    let took = ledger::take_over(&db, id, &seen, runner(taker.key()))
+        .await
+        .expect("take over");
+    assert!(matches!(took, Start::Busy(_)), "nothing taken: {took:?}");
+    let lease = calls::holder(&db, id)
+        .await
+        .expect("holder")
+        .expect("lease");
+    assert_eq!(
+        lease.lease_owner,
+        Some(held.run.to_string()),
+        "still the first run's"
+    );
+}

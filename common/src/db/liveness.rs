@@ -89,7 +89,8 @@ enum Kind {
 #[derive(Clone, Debug, Default)]
 pub struct Alive {
     keys: HashSet<i64>,
-    /// Within `RECLAIM_GRACE` of this process's own reclaim: count everyone alive.
+    /// Count everyone alive: within `RECLAIM_GRACE` of this process's own reclaim, or while
+    /// its own lock is gone (`Liveness::alive`).
     all: bool,
 }
 
@@ -162,16 +163,17 @@ impl Liveness {
         };
         let (stop, stopped) = watch::channel(false);
         let key = lock_postgres(db, stopped, self.lost.clone()).await?;
+        // The grace before the new key: `alive` that reads the new key must see the grace.
+        *self
+            .reclaimed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
         let old = self.key.swap(key, SeqCst);
         let previous = std::mem::replace(
             &mut *self.stop.lock().unwrap_or_else(PoisonError::into_inner),
             stop,
         );
         let _ = previous.send(true);
-        *self
-            .reclaimed_at
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
         self.lost.send_replace(false);
         tracing::warn!(
             old_owner = old,
@@ -182,13 +184,16 @@ impl Liveness {
     }
 
     /// Every process alive now, this one included.
+    ///
+    /// On PostgreSQL, a process whose own lock is not among those held has lost it with
+    /// everyone else's (a restart or failover drops every connection), whether or not its
+    /// watch has noticed yet: the others have not taken their locks again either, so none of
+    /// them can be judged dead until this process holds a lock again and its grace has run.
+    /// Without that, a look that began before the outage and was answered after it took the
+    /// runs of a process that was about to reclaim and keep them (a second model call).
     pub async fn alive(&self, db: &impl ConnectionTrait) -> Result<Alive, DbErr> {
-        let mut keys = HashSet::from([self.key()]);
-        let all = self
-            .reclaimed_at
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some_and(|at| at.elapsed() < RECLAIM_GRACE);
+        let mut keys = HashSet::new();
+        let mut all = false;
         match &self.kind {
             Kind::Postgres => {
                 let rows = db
@@ -208,6 +213,17 @@ impl Liveness {
             Kind::Files { dir, .. } => keys.extend(live_files(dir)),
             Kind::Solo => {}
         }
+        // Read after the lookup: a reclaim during it both changes the key and starts the grace.
+        let mine = self.key();
+        if matches!(self.kind, Kind::Postgres) && !keys.contains(&mine) {
+            all = true;
+        }
+        all |= self
+            .reclaimed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some_and(|at| at.elapsed() < RECLAIM_GRACE);
+        keys.insert(mine);
         Ok(Alive { keys, all })
     }
 
@@ -232,6 +248,19 @@ impl Drop for Liveness {
             .unwrap_or_else(PoisonError::into_inner)
             .send(true);
     }
+}
+
+/// PostgreSQL: whether the lock of the process holding `key` is held at the moment a statement
+/// runs, as a condition for that statement. A takeover decided on a lookup made earlier carries
+/// its taker's own lock in its write (`ledger::take_over`): a restart between the two drops that
+/// lock, and the write then takes nothing.
+pub fn lock_held(key: i64) -> sea_orm::sea_query::SimpleExpr {
+    sea_orm::sea_query::Expr::cust_with_values(
+        "EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 \
+         AND classid = $1::bigint::oid AND objid = $2::bigint::oid \
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))",
+        [i64::from(NAMESPACE), key],
+    )
 }
 
 fn random_key() -> i64 {

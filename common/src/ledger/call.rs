@@ -92,6 +92,15 @@ pub async fn take_over(
             from.lease_owner.clone().map(Into::into),
         ))
         .add(same(lease_process(), from.lease_process.map(Into::into)));
+    // `from`'s process was judged dead on a lookup made before this write. If the database
+    // restarted between the two, every lock went with it and the holder may be about to move
+    // its run to a new key: the taker's own lock, still held as the write runs, proves that no
+    // restart came between (it would have dropped it; a new lock has a new key). A CI run
+    // asked the model twice for three calls taken that way.
+    let held_by_it = match db.get_database_backend() {
+        DbBackend::Postgres => held_by_it.add(crate::db::liveness::lock_held(runner.process)),
+        _ => held_by_it,
+    };
     let update = starting(id, runner, clock::wall()).filter(held_by_it);
     take(db, id, runner, || write::update_calls(db, update.clone())).await
 }
