@@ -259,3 +259,38 @@ async fn a_run_whose_lease_is_taken_while_it_waits_on_the_model_stops() {
     assert_eq!(holder.lease_owner, Some(taker.run.to_string()));
     llm.release();
 }
+
+/// A run whose start was answered only after its process took a new liveness key (the start
+/// was sent before a database outage and answered after it, when the runs then held had been
+/// moved to the new key) moves itself to the new key before it asks the model: under the old
+/// key every other process would take the call over as a dead one's and ask the model again.
+#[tokio::test]
+async fn a_run_started_under_its_process_old_key_moves_to_the_new_one_before_the_model() {
+    let (test_db, db) = TestDb::migrated().await;
+    let Rig { deps, llm } = worker(&test_db, &db).await;
+    llm.script(vec![Reply::Held]);
+    let id = insert_call(&db, CallStatus::Settling).await;
+    // The key this process held before the outage.
+    let runner = new_runner(deps.liveness.key() + 1);
+    let started = start_settled(&db, id, runner).await.expect("started");
+    let worker = Arc::clone(&deps);
+    let run =
+        tokio::spawn(
+            async move { grove_worker::jobs::run_started(&worker, started, runner).await },
+        );
+    wait_until("the model is asked", async || llm.received() == 1).await;
+    let holder = calls::holder(&db, id)
+        .await
+        .expect("holder")
+        .expect("lease");
+    assert_eq!(
+        (holder.lease_owner, holder.lease_process),
+        (Some(runner.run.to_string()), Some(deps.liveness.key())),
+        "the run holds its call under the process's key of now"
+    );
+    llm.release();
+    run.await.expect("the run's task").expect("the run");
+    let row = load(&db, id).await;
+    assert_eq!((row.status, row.attempts), (CallStatus::Completed, 1));
+    assert_eq!(llm.received(), 1, "one model call");
+}

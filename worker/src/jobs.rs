@@ -209,7 +209,7 @@ pub async fn run_started(
             }),
         }
     };
-    let Some((outcome, _held)) = holding_lease(deps, runner.run, answer).await? else {
+    let Some((outcome, _held)) = holding_lease(deps, runner, answer).await? else {
         tracing::warn!("the call's lease was taken over mid-run; stopping");
         return Ok(());
     };
@@ -277,14 +277,42 @@ fn lease_lost() -> Result<(), JobError> {
 /// outcome.
 async fn holding_lease<T>(
     deps: &Deps,
-    owner: Uuid,
+    runner: Runner,
     work: impl Future<Output = Result<T, sea_orm::DbErr>>,
 ) -> Result<Option<(T, Held)>, JobError> {
     tokio::pin!(work);
-    let held = deps.leases.hold(&deps.db, owner);
+    let held = deps.leases.hold(&deps.db, runner.run);
+    // Held first, compared second: a reclaim that changes the key after this comparison finds
+    // the run among those it moves (`runtime::database`), and one before it is seen here.
+    if runner.process != deps.liveness.key() {
+        Box::pin(move_to_new_key(deps, runner.run)).await;
+    }
     tokio::select! {
         done = &mut work => Ok(Some((done?, held))),
         () = held.lost() => Ok(None),
+    }
+}
+
+/// Moves a run whose start was answered after this process took a new liveness key (the start
+/// was sent before a database outage, or waited through it): the runs held when the key changed
+/// were moved then, this one was not yet held. Under the old key the others would take the call
+/// over as a dead process's and ask the model again.
+async fn move_to_new_key(deps: &Deps, run: Uuid) {
+    let (key, runs) = (deps.liveness.key(), [run]);
+    match outage::retrying("move a run to this process's new key", || {
+        calls::adopt(&deps.db, &runs, key)
+    })
+    .await
+    {
+        Ok(moved) => tracing::warn!(
+            moved,
+            owner = key,
+            "a run started under this process's old key: moved to its new one"
+        ),
+        Err(e) => tracing::error!(
+            error = %e,
+            "could not move a run started under this process's old key; another process may take it over"
+        ),
     }
 }
 
