@@ -258,3 +258,30 @@ pub mod inject {
         run(url, &statements).await;
     }
 }
+
+/// PostgreSQL: cuts the connection holding the liveness lock of `key`
+/// (`grove_common::db::liveness`), as a restart or failover cuts it, and waits until the server
+/// no longer lists the lock.
+pub async fn cut_liveness_lock(db: &sea_orm::DatabaseConnection, key: i64) {
+    use sea_orm::{ConnectionTrait, DatabaseBackend, Statement};
+    let namespace = i64::from(grove_common::db::liveness::NAMESPACE);
+    let lock = "FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 \
+                AND classid = $1::bigint::oid AND objid = $2::bigint::oid";
+    let sql = |what: &str| {
+        Statement::from_sql_and_values(
+            DatabaseBackend::Postgres,
+            format!("SELECT {what} {lock}"),
+            [namespace.into(), key.into()],
+        )
+    };
+    db.execute_raw(sql("pg_terminate_backend(pid)"))
+        .await
+        .expect("terminate the lock's connection");
+    crate::wait_until("the lock released", async || {
+        db.query_all_raw(sql("1"))
+            .await
+            .expect("pg_locks")
+            .is_empty()
+    })
+    .await;
+}

@@ -383,25 +383,6 @@ async fn a_worker_exits_non_zero_when_the_database_stays_away_past_its_limit() {
     );
 }
 
-/// The advisory-lock connection of a liveness claim (`db::liveness`), cut as a restart cuts it.
-async fn cut_lock(db: &sea_orm::DatabaseConnection, url: &str, key: i64) {
-    db.execute_raw(Statement::from_sql_and_values(
-        DatabaseBackend::Postgres,
-        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' \
-         AND objsubid = 2 AND classid = $1::bigint::oid AND objid = $2::bigint::oid",
-        [
-            i64::from(grove_common::db::liveness::NAMESPACE).into(),
-            key.into(),
-        ],
-    ))
-    .await
-    .expect("terminate the lock's connection");
-    wait_until("the lock released", async || {
-        !liveness_keys(url).await.contains(&key)
-    })
-    .await;
-}
-
 /// A restart drops every process's lock at once, and each notices on its own schedule: a
 /// process whose own lock is gone judges nobody dead (the others have not taken theirs again
 /// yet either) until it holds a lock again and its grace has run. A look for dead runs that
@@ -419,11 +400,11 @@ async fn a_process_whose_own_lock_is_gone_judges_no_other_process_dead() {
     let gone_key = gone.key();
 
     // One process's lock gone, the looker's held: that process is dead to it.
-    cut_lock(&db, &test_db.url, gone_key).await;
+    grove_tests::db::cut_liveness_lock(&db, gone_key).await;
     assert!(!looking.is_alive(&db, gone_key).await.expect("alive?"));
 
     // The looker's own lock gone too (its watch may not have noticed): nobody is dead to it.
-    cut_lock(&db, &test_db.url, looking.key()).await;
+    grove_tests::db::cut_liveness_lock(&db, looking.key()).await;
     assert!(looking.is_alive(&db, gone_key).await.expect("alive?"));
     assert!(looking.is_alive(&db, kept.key()).await.expect("alive?"));
     // A process that kept its lock sees both as gone.
@@ -465,7 +446,7 @@ async fn a_takeover_decided_before_a_restart_takes_nothing_after_it() {
 
     // The taker's look: the holder's lock is gone first (its backend exited first), the taker's
     // still held, so the holder looks dead.
-    cut_lock(&db, &test_db.url, holder_process.key()).await;
+    grove_tests::db::cut_liveness_lock(&db, holder_process.key()).await;
     assert!(
         !taker
             .is_alive(&db, holder_process.key())
@@ -477,7 +458,7 @@ async fn a_takeover_decided_before_a_restart_takes_nothing_after_it() {
         .expect("holder")
         .expect("lease");
     // Then the taker's lock goes too (the same restart), before its write runs.
-    cut_lock(&db, &test_db.url, taker.key()).await;
+    grove_tests::db::cut_liveness_lock(&db, taker.key()).await;
     let took = ledger::take_over(&db, id, &seen, runner(taker.key()))
         .await
         .expect("take over");
