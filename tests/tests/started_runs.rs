@@ -294,3 +294,43 @@ async fn a_run_started_under_its_process_old_key_moves_to_the_new_one_before_the
     assert_eq!((row.status, row.attempts), (CallStatus::Completed, 1));
     assert_eq!(llm.received(), 1, "one model call");
 }
+
+/// A job that began waiting on a live run before its process lost its liveness lock to a
+/// database outage, and finds the run's process dead once the outage is over, takes the call
+/// over under the key its process holds now: a takeover's write takes a call only under a lock
+/// still held, and the key the job began with went with the outage. (Offering the old key, it
+/// waited out `WAIT_FOR_LIVE_RUN`, 5 minutes, leaving the call to the takeover loop.)
+#[tokio::test]
+async fn a_job_waiting_through_an_outage_takes_a_dead_run_over_under_the_new_key() {
+    if !grove_tests::db::postgres_only() {
+        return;
+    }
+    let (test_db, db) = TestDb::migrated().await;
+    let Rig { deps, llm } = worker(&test_db, &db).await;
+    let holder = Liveness::claim(&db, &test_db.url).await.expect("holder");
+    let id = insert_call(&db, CallStatus::Settling).await;
+    start_settled(&db, id, new_runner(holder.key()))
+        .await
+        .expect("held by the other process's run");
+
+    // The outage: this process's lock goes first; the job starts meanwhile (its key still the
+    // old one) and finds the call held by a process it cannot judge dead.
+    grove_tests::db::cut_liveness_lock(&db, deps.liveness.key()).await;
+    let job = CoachingJob::new(id, "req-outage".into());
+    let run = tokio::spawn(run_coaching(job, Arc::clone(&deps)));
+    tokio::task::yield_now().await;
+    // The other process does not come back; this one takes a new key.
+    grove_tests::db::cut_liveness_lock(&db, holder.key()).await;
+    let old = deps.liveness.reclaim(&db).await.expect("a new key");
+    assert_ne!(old, deps.liveness.key());
+
+    // After the grace (`RECLAIM_GRACE`, 10 s) the holder is dead to this process.
+    timeout(Duration::from_secs(30), run)
+        .await
+        .expect("the job takes the call over after the grace, not after 5 minutes")
+        .expect("the job's task")
+        .expect("the job");
+    let row = load(&db, id).await;
+    assert_eq!((row.status, row.attempts), (CallStatus::Completed, 2));
+    assert_eq!(llm.received(), 1, "one model call: the holder never asked");
+}

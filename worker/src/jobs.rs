@@ -114,16 +114,20 @@ pub async fn run_coaching(mut job: CoachingJob, deps: Arc<Deps>) -> Result<(), J
     if let Some(started) = job.started.take().filter(own) {
         return Box::pin(run_pre_started(&deps, started)).await;
     }
-    let runner = Runner {
-        run: Uuid::now_v7(),
-        process: deps.liveness.key(),
-    };
+    let run = Uuid::now_v7();
     let give_up = tokio::time::Instant::now() + WAIT_FOR_LIVE_RUN;
-    let call = loop {
+    let (call, runner) = loop {
+        // The process's key as of each try: after a database outage the process holds a new
+        // one, and a takeover's write takes a call only under a lock still held
+        // (`ledger::take_over`).
+        let runner = Runner {
+            run,
+            process: deps.liveness.key(),
+        };
         // Boxed phases before and after the model's answer are freed once done: the future
         // held while the model thinks is only as large as that wait (issue 31).
         match Box::pin(begin(&deps, job.call_id, runner)).await? {
-            Start::Started(call) => break call,
+            Start::Started(call) => break (call, runner),
             Start::Busy(_) if tokio::time::Instant::now() < give_up => {
                 tokio::time::sleep(LIVE_RUN_POLL).await;
             }
