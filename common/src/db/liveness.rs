@@ -193,16 +193,12 @@ impl Liveness {
     /// runs of a process that was about to reclaim and keep them (a second model call).
     pub async fn alive(&self, db: &impl ConnectionTrait) -> Result<Alive, DbErr> {
         let mut keys = HashSet::new();
-        let mut all = false;
         match &self.kind {
             Kind::Postgres => {
                 let rows = db
                     .query_all_raw(Statement::from_sql_and_values(
                         DatabaseBackend::Postgres,
-                        "SELECT objid::bigint AS key FROM pg_locks \
-                         WHERE locktype = 'advisory' AND granted AND objsubid = 2 \
-                         AND classid = $1::bigint::oid \
-                         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                        format!("SELECT objid::bigint AS key FROM pg_locks WHERE {HELD}"),
                         [i64::from(NAMESPACE).into()],
                     ))
                     .await?;
@@ -215,14 +211,12 @@ impl Liveness {
         }
         // Read after the lookup: a reclaim during it both changes the key and starts the grace.
         let mine = self.key();
-        if matches!(self.kind, Kind::Postgres) && !keys.contains(&mine) {
-            all = true;
-        }
-        all |= self
-            .reclaimed_at
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some_and(|at| at.elapsed() < RECLAIM_GRACE);
+        let all = (matches!(self.kind, Kind::Postgres) && !keys.contains(&mine))
+            || self
+                .reclaimed_at
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_some_and(|at| at.elapsed() < RECLAIM_GRACE);
         keys.insert(mine);
         Ok(Alive { keys, all })
     }
@@ -250,15 +244,18 @@ impl Drop for Liveness {
     }
 }
 
+/// The liveness locks held on this database (`$1`: `NAMESPACE`), for `alive` and `lock_held`.
+const HELD: &str = "locktype = 'advisory' AND granted AND objsubid = 2 \
+    AND classid = $1::bigint::oid \
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+
 /// PostgreSQL: whether the lock of the process holding `key` is held at the moment a statement
 /// runs, as a condition for that statement. A takeover decided on a lookup made earlier carries
 /// its taker's own lock in its write (`ledger::take_over`): a restart between the two drops that
 /// lock, and the write then takes nothing.
 pub fn lock_held(key: i64) -> sea_orm::sea_query::SimpleExpr {
     sea_orm::sea_query::Expr::cust_with_values(
-        "EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 \
-         AND classid = $1::bigint::oid AND objid = $2::bigint::oid \
-         AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))",
+        format!("EXISTS (SELECT 1 FROM pg_locks WHERE {HELD} AND objid = $2::bigint::oid)"),
         [i64::from(NAMESPACE), key],
     )
 }
