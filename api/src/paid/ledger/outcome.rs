@@ -109,9 +109,11 @@ impl PaidRecord {
     }
 }
 
-/// A paid request's own outcome, written through a database blip: the money has moved (or may
-/// have), so a pool timeout or a dropped connection here is waited out (`outage::retrying`)
-/// rather than answered 503, which would send the caller back for what it already paid for.
+/// A paid request's own outcome (or one reconciliation proved), written through a database
+/// blip: the money has moved (or may have), so a pool timeout or a dropped connection here is
+/// waited out (`outage::retrying`) rather than answered 503, which would send the caller back
+/// for what it already paid for (or, for reconciliation, leave a settled call without its job
+/// until the recovery sweep's deadline of quiet).
 pub async fn record_paid_outcome(
     outcomes: &Outcomes,
     call_id: Uuid,

@@ -209,11 +209,18 @@ pub(crate) async fn conclude_audited(
     now: DateTime<Utc>,
     audit: Option<ledger::AuditRow<'_>>,
 ) -> Result<bool, DbErr> {
+    // Proven money is written through a blip as a paid request's own outcome is: a write whose
+    // answer was lost and that finds the call where it would have left it acts on it, so the
+    // job is pushed now rather than by the recovery sweep a whole call deadline later.
     let record = async |outcome: &SettleOutcome| match audit {
         Some(audit) => {
             ledger::record_outcome_audited(&state.db, call_id, outcome, now, audit).await
         }
-        None => ledger::record_outcome(&state.db, call_id, outcome, now).await,
+        None => Ok(
+            ledger::record_paid_outcome(&state.outcomes, call_id, outcome, now, None)
+                .await?
+                .acts(),
+        ),
     };
     match decision {
         Decision::Settled(transaction) => {
