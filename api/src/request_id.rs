@@ -8,6 +8,7 @@ use axum::{
     middleware::Next,
     response::Response,
 };
+use futures::FutureExt;
 use grove_common::telemetry;
 use tracing::Instrument;
 
@@ -39,16 +40,20 @@ fn acceptable(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
 }
 
-pub async fn middleware(request: Request, next: Next) -> Response {
-    traced(request, |request| next.run(request)).await
+pub fn middleware(request: Request, next: Next) -> impl Future<Output = Response> {
+    traced(request, |request| next.run(request))
 }
 
 /// The request's id and span around `inner` (the rest of the stack): the middleware above, and
 /// the public listener's one layer for ids, traces and metrics (`crate::http_metrics`).
-pub async fn traced<F, Fut>(mut request: Request, inner: F) -> Response
+///
+/// Not an `async fn`: one keeps its arguments' room for its whole life, beside the locals they
+/// move into, and the request's head is 240 bytes. The id and the span are made here, before
+/// the future; what waits holds only the inner future and what the response needs.
+pub fn traced<F, Fut>(mut request: Request, inner: F) -> impl Future<Output = Response>
 where
     F: FnOnce(Request) -> Fut,
-    Fut: std::future::Future<Output = Response>,
+    Fut: Future<Output = Response>,
 {
     let id = request
         .headers()
@@ -57,24 +62,7 @@ where
         .filter(|v| acceptable(v))
         .map(str::to_owned)
         .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
-    // OpenTelemetry's HTTP server conventions: the route is the matched template, the span is
-    // named after it, and a 5xx marks the span as failed.
-    let method = request.method().as_str().to_owned();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|m| m.as_str().to_owned());
-    let span = tracing::info_span!(
-        "http.request",
-        otel.name = %route.as_ref().map_or_else(|| method.clone(), |r| format!("{method} {r}")),
-        otel.kind = "server",
-        otel.status_code = tracing::field::Empty,
-        request_id = %id,
-        http.request.method = %method,
-        http.route = route.as_deref(),
-        url.path = %request.uri().path(),
-        http.response.status_code = tracing::field::Empty,
-    );
+    let span = span_of(&request, &id);
     // A caller's W3C trace context: this request joins its trace (a malformed one is ignored).
     let parent = request
         .headers()
@@ -82,17 +70,41 @@ where
         .and_then(|v| v.to_str().ok());
     telemetry::continue_trace(&span, parent);
     request.extensions_mut().insert(RequestId(id.clone()));
-    let mut response = REQUEST_ID
+    // A map, not an `async` block: a future awaited inside one is held twice (captured, and
+    // moved to be awaited).
+    REQUEST_ID
         .scope(id.clone(), inner(request).instrument(span.clone()))
-        .await;
-    let status = response.status().as_u16();
-    span.record("http.response.status_code", status);
-    if response.status().is_server_error() {
-        span.record("otel.status_code", "ERROR");
-    }
-    span.in_scope(|| tracing::debug!(status, "response"));
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        response.headers_mut().insert(HEADER, value);
-    }
-    response
+        .map(move |mut response| {
+            let status = response.status().as_u16();
+            span.record("http.response.status_code", status);
+            if response.status().is_server_error() {
+                span.record("otel.status_code", "ERROR");
+            }
+            span.in_scope(|| tracing::debug!(status, "response"));
+            if let Ok(value) = HeaderValue::from_str(&id) {
+                response.headers_mut().insert(HEADER, value);
+            }
+            response
+        })
+}
+
+/// OpenTelemetry's HTTP server conventions: the route is the matched template, the span is
+/// named after it, and a 5xx marks the span as failed (`traced`).
+fn span_of(request: &Request, id: &str) -> tracing::Span {
+    let method = request.method().as_str();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str);
+    tracing::info_span!(
+        "http.request",
+        otel.name = %route.map_or_else(|| method.to_owned(), |r| format!("{method} {r}")),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        request_id = %id,
+        http.request.method = %method,
+        http.route = route,
+        url.path = %request.uri().path(),
+        http.response.status_code = tracing::field::Empty,
+    )
 }
