@@ -79,7 +79,10 @@ mod tests {
         let metrics = size3(super::middleware);
         let limits = size3(crate::rate_limit::middleware);
         println!("http_metrics {metrics} B, rate_limit {limits} B");
-        assert!(metrics <= 640, "the ids, traces and metrics layer's future is {metrics} bytes");
+        assert!(
+            metrics <= 640,
+            "the ids, traces and metrics layer's future is {metrics} bytes"
+        );
         assert!(limits <= 384, "the rate limits' future is {limits} bytes");
     }
 }

@@ -5,7 +5,10 @@
 use crate::{
     error::ApiError,
     extract::{self, IdempotencyKey},
-    paid,
+    paid::{
+        self,
+        http::{Checked, Order},
+    },
     products::ReviewPurchase,
     review,
     state::AppState,
@@ -16,10 +19,15 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
-pub(super) async fn call(
+pub(super) fn call(
     State(state): State<AppState>,
     request: Request,
-) -> Result<Response, ApiError> {
+) -> impl Future<Output = Result<Response, ApiError>> {
+    paid::http::route(state.clone(), check(state, request))
+}
+
+/// Refuses what must not be sent, then answers from the sandbox or orders the request.
+async fn check(state: AppState, request: Request) -> Result<Checked<ReviewPurchase>, ApiError> {
     let (parts, body) = request.into_parts();
     let key = IdempotencyKey::from_headers(&parts.headers)?;
     let body = extract::json_body(&parts.headers, body).await?;
@@ -36,8 +44,8 @@ pub(super) async fn call(
     if extract::wants_sandbox(&parts.headers, &parts.uri, &state.sandbox_header) {
         let sample = review::sandbox::sample(&body, now, &state.config.public_base_url)
             .map_err(ApiError::Validation)?;
-        return Ok(Json(sample).into_response());
+        return Ok(Checked::Answered(Json(sample).into_response()));
     }
     let product = ReviewPurchase::new(body).map_err(ApiError::internal)?;
-    paid::http::serve(&state, parts, key, &product).await
+    Ok(Checked::Order(Order::new(parts, key, product)))
 }
