@@ -67,9 +67,7 @@ fn method_label(method: &Method) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    fn size3<A, B, C, F: Future>(_: impl FnOnce(A, B, C) -> F) -> usize {
-        std::mem::size_of::<F>()
-    }
+    use crate::future_size::of3 as size3;
 
     /// Every request in flight holds the public listener's two layers' futures (boxed by axum).
     /// As `async fn`s they held the request's head (240 bytes) in every level that took it and

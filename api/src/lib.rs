@@ -41,3 +41,16 @@ pub use x402::settle::{
 };
 pub use x402::signature::{Deployment, ERC6492_SUFFIX, WalletSignature};
 pub use x402::smart_wallet::{WalletAnswer, WalletCheckError, WalletVerifier};
+
+/// What a future holds while it waits, by the function that makes it (issue 31): each waiting
+/// call holds the handler's and the listener's layers' futures.
+#[cfg(test)]
+mod future_size {
+    pub fn of3<A, B, C, F: Future>(_: impl FnOnce(A, B, C) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    pub fn of4<A, B, C, D, F: Future>(_: impl FnOnce(A, B, C, D) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+}

@@ -368,9 +368,7 @@ fn refusal_error(outcome: &SettleOutcome) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    fn size4<A, B, C, D, F: Future>(_: impl FnOnce(A, B, C, D) -> F) -> usize {
-        std::mem::size_of::<F>()
-    }
+    use crate::future_size::of4 as size4;
 
     /// A paid call waiting on its work holds the handler's future, which holds `serve`'s and
     /// `purchase`'s; every phase before and after the wait has a box of its own, freed when
