@@ -18,8 +18,8 @@
 use grove_tests::{
     facilitator::SettleScript,
     llm::caller_body,
-    paid::{Options, spawn_paid},
-    pg_proxy::Cut,
+    paid::{Options, PaidApp, spawn_paid},
+    pg_proxy::{Cut, PgProxy},
     wait_until,
     x402::{PayOptions, decode_b64_json},
 };
@@ -33,22 +33,35 @@ const SETTLED_OUTCOME: &str = r#"(SELECT count(*) FROM c) AS "moved""#;
 /// Text only an outcome's write onto its payment has (`grove_common::ledger::settlement`).
 const PAYMENT_OUTCOME: &str = r#"UPDATE "payments" SET "updated_at" = $1, "status" = $2"#;
 
-#[tokio::test]
-async fn an_operators_decision_whose_commit_lost_its_answer_is_answered_and_acted_on_once() {
+/// A paid-call rig on PostgreSQL, its database behind the proxy and its facilitator down (every
+/// settlement's outcome unknown); None on SQLite.
+async fn rig(options: Options) -> Option<(PaidApp, PgProxy)> {
     if !grove_tests::db::postgres_only() {
-        return;
+        return None;
     }
     let rig = spawn_paid(Options {
-        deadline_s: 2,
-        // No BASE_RPC_URL: the operator's word decides.
-        fake_chain: false,
         db_proxy: true,
         extra_env: vec![("X402_FACILITATOR_TIMEOUT_S".into(), "1".into())],
-        ..Default::default()
+        ..options
     })
     .await;
     let proxy = rig.db_proxy.clone().expect("the database behind a proxy");
     rig.facilitator.script(SettleScript::Down);
+    Some((rig, proxy))
+}
+
+#[tokio::test]
+async fn an_operators_decision_whose_commit_lost_its_answer_is_answered_and_acted_on_once() {
+    let Some((rig, proxy)) = rig(Options {
+        deadline_s: 2,
+        // No BASE_RPC_URL: the operator's word decides.
+        fake_chain: false,
+        ..Default::default()
+    })
+    .await
+    else {
+        return;
+    };
     let r = rig
         .pay_and_call(CALL, &caller_body("diagnose_growth"), Some("k1"))
         .await;
@@ -87,20 +100,16 @@ async fn an_operators_decision_whose_commit_lost_its_answer_is_answered_and_acte
 
 #[tokio::test]
 async fn a_reconciled_settlement_whose_answer_was_lost_gets_its_job_at_once() {
-    if !grove_tests::db::postgres_only() {
-        return;
-    }
     // The deadline is longer than the wait below: a job pushed by the recovery sweep (after a
     // whole deadline of quiet) comes too late for it.
-    let rig = spawn_paid(Options {
+    let Some((rig, proxy)) = rig(Options {
         deadline_s: 45,
-        db_proxy: true,
-        extra_env: vec![("X402_FACILITATOR_TIMEOUT_S".into(), "1".into())],
         ..Default::default()
     })
-    .await;
-    let proxy = rig.db_proxy.clone().expect("the database behind a proxy");
-    rig.facilitator.script(SettleScript::Down);
+    .await
+    else {
+        return;
+    };
     let body = caller_body("diagnose_growth");
     let payment = rig.payment_for(CALL, &body, PayOptions::default()).await;
     let nonce = decode_b64_json(&payment)["payload"]["authorization"]["nonce"]
