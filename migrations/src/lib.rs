@@ -22,6 +22,7 @@ mod m20261127_000020_provider_gates;
 mod m20261127_000021_settled_watch;
 mod m20261127_000022_settler_nonces;
 mod m20261127_000023_admin_audit;
+mod m20261206_000024_documents_in_row;
 
 pub struct Migrator;
 
@@ -44,6 +45,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261127_000021_settled_watch::Migration),
             Box::new(m20261127_000022_settler_nonces::Migration),
             Box::new(m20261127_000023_admin_audit::Migration),
+            Box::new(m20261206_000024_documents_in_row::Migration),
         ]
     }
 }

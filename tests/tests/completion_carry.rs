@@ -157,3 +157,101 @@ async fn on_postgresql_a_result_is_read_back_as_written() {
     );
     db.close().await.expect("close");
 }
+
+/// Text that compresses about as little as a model's prose does under lz4: words from a small
+/// generator, so that the compressed document stays over PostgreSQL's 2 KB threshold.
+fn prose(words: usize) -> String {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..words)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            format!("{:x}", x % 0xff_ffff)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The bytes a table keeps out of line, in its TOAST relation.
+async fn out_of_line(db: &DatabaseConnection, table: &str) -> i64 {
+    let row = db
+        .query_one_raw(Statement::from_string(
+            DbBackend::Postgres,
+            format!(
+                "SELECT pg_relation_size(reltoastrelid) AS size FROM pg_class \
+                 WHERE oid = '\"{table}\"'::regclass"
+            ),
+        ))
+        .await
+        .expect("pg_class")
+        .expect("the table exists");
+    row.try_get("", "size").expect("size")
+}
+
+#[tokio::test]
+async fn on_postgresql_a_result_and_its_model_answer_stay_in_their_rows() {
+    let test_db = TestDb::on("postgres").await;
+    let db = grove_common::db::connect_url(&test_db.url)
+        .await
+        .expect("db");
+    grove_migrations::run(&db).await.expect("migrations");
+
+    // A typical paid call's documents: 3-4 KB each, about 2.5 KB once compressed.
+    let body = json!({"reply": prose(450), "caveats": ["one", "two"]});
+    let outcome = json!({"content": prose(420)});
+    let id = grove_tests::db::insert_call(&db, CallStatus::Pending).await;
+    let answer = calls::ModelCallRecord {
+        run: 1,
+        seq: 1,
+        outcome: outcome.clone(),
+        tokens: (11, 22),
+        http_attempts: 1,
+    };
+    let stored = ledger::complete(
+        &db,
+        id,
+        calls::Finisher::Unleased,
+        body.clone(),
+        (11, 22),
+        1,
+        Some(answer),
+    )
+    .await
+    .expect("complete")
+    .expect("stored");
+    assert_eq!(stored.body, body);
+    for table in ["results", "model_calls"] {
+        assert_eq!(
+            out_of_line(&db, table).await,
+            0,
+            "{table}: a typical document is kept in its row, not in TOAST chunks beside it"
+        );
+    }
+
+    // A document too large for a page still goes out of line, and reads back whole.
+    let id = grove_tests::db::insert_call(&db, CallStatus::Pending).await;
+    let large = json!({"reply": prose(6000)});
+    ledger::complete(
+        &db,
+        id,
+        calls::Finisher::Unleased,
+        large.clone(),
+        (1, 1),
+        1,
+        None,
+    )
+    .await
+    .expect("complete")
+    .expect("stored");
+    assert!(
+        out_of_line(&db, "results").await > 0,
+        "the large one is out of line"
+    );
+    let read = calls::load_result(&db, id)
+        .await
+        .expect("read")
+        .expect("a result");
+    assert_eq!(read.body, large);
+    db.close().await.expect("close");
+}
