@@ -23,11 +23,12 @@ pub(super) fn client(http2: Http2, request_timeout: Duration) -> Result<reqwest:
     })
 }
 
-/// Checks the configured base URL once, so a typo fails at start-up rather than on every call.
-pub(super) fn endpoint(base_url: &str, path: &str) -> Result<String, LlmError> {
+/// Checks the configured base URL once, so a typo fails at start-up rather than on every call,
+/// and keeps it parsed: a URL given as text is parsed again on every request.
+pub(super) fn endpoint(base_url: &str, path: &str) -> Result<reqwest::Url, LlmError> {
     let url = format!("{}{path}", base_url.trim_end_matches('/'));
     match reqwest::Url::parse(&url) {
-        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Ok(url),
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Ok(parsed),
         _ => Err(LlmError::Config {
             message: "LLM_BASE_URL must be an http(s) URL".to_owned(),
         }),
@@ -37,7 +38,7 @@ pub(super) fn endpoint(base_url: &str, path: &str) -> Result<String, LlmError> {
 /// Where one attempt goes, and the limits it keeps.
 pub(super) struct Target<'a> {
     pub client: &'a reqwest::Client,
-    pub url: &'a str,
+    pub url: &'a reqwest::Url,
     pub headers: &'a HeaderMap,
     pub limits: &'a Limits,
 }
@@ -75,7 +76,7 @@ pub(super) async fn post_json(
         })?;
     let response = to
         .client
-        .post(to.url)
+        .post(to.url.clone())
         .headers(to.headers.clone())
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(sent_once(body))
@@ -200,6 +201,7 @@ mod tests {
         let client = client(Http2::Auto, Duration::from_secs(5)).unwrap();
         let limits = Limits::new(None, None);
         let headers = HeaderMap::new();
+        let url = reqwest::Url::parse(&url).unwrap();
         let to = Target {
             client: &client,
             url: &url,

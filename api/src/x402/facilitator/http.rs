@@ -19,7 +19,8 @@ const EXCERPT_CHARS: usize = 200;
 pub struct HttpFacilitator {
     /// `X402_FACILITATOR_URL` without a trailing slash (the doctor asks `{base}/supported`).
     pub(super) base_url: String,
-    settle_url: String,
+    /// Parsed once: a URL given as text is parsed again on every request.
+    settle_url: reqwest::Url,
     pub(super) auth: Auth,
     pub(super) client: reqwest::Client,
 }
@@ -101,7 +102,7 @@ impl fmt::Debug for HttpFacilitator {
             Auth::Cdp { .. } => Some("cdp token"),
         };
         f.debug_struct("HttpFacilitator")
-            .field("settle_url", &self.settle_url)
+            .field("settle_url", &self.settle_url.as_str())
             .field("auth", &auth)
             .finish()
     }
@@ -171,9 +172,12 @@ impl HttpFacilitator {
             .apply(builder)
             .build()
             .map_err(|e| FacilitatorError::Transport(e.without_url().to_string()))?;
+        let settle_url = reqwest::Url::parse(&settle_url(base_url)).map_err(|_| {
+            FacilitatorError::Transport("X402_FACILITATOR_URL is not an http(s) URL".into())
+        })?;
         Ok(Self {
             base_url: base_url.trim_end_matches('/').to_owned(),
-            settle_url: settle_url(base_url),
+            settle_url,
             auth,
             client,
         })
@@ -198,7 +202,7 @@ impl Facilitator for HttpFacilitator {
 
 impl HttpFacilitator {
     async fn post(&self, request: &SettleRequest) -> Result<SettleResponse, FacilitatorError> {
-        let mut call = self.client.post(&self.settle_url).json(request);
+        let mut call = self.client.post(self.settle_url.clone()).json(request);
         match &self.auth {
             Auth::None => {}
             Auth::Static(value) => call = call.header(AUTHORIZATION, value.clone()),

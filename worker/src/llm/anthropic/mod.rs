@@ -33,7 +33,7 @@ enum Mode {
 
 pub struct AnthropicProvider {
     client: reqwest::Client,
-    url: String,
+    url: reqwest::Url,
     /// Built once; the key inside is marked sensitive so no header dump can print it.
     headers: HeaderMap,
     /// The provider's concurrency cap, token budget and rate-limit pauses (`limits`).

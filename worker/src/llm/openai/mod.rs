@@ -18,7 +18,7 @@ use std::time::Duration;
 
 pub struct OpenAiProvider {
     client: reqwest::Client,
-    url: String,
+    url: reqwest::Url,
     /// Built once; the key inside is marked sensitive so no header dump can print it.
     headers: HeaderMap,
     /// The provider's concurrency cap, token budget and rate-limit pauses (`limits`).
@@ -49,7 +49,7 @@ impl OpenAiProvider {
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
-        let max_tokens_field = max_tokens_field(config.max_tokens_field, &url);
+        let max_tokens_field = max_tokens_field(config.max_tokens_field, url.as_str());
         tracing::debug!(
             max_tokens_field = ?max_tokens_field,
             structured = ?config.structured,
