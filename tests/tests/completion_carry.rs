@@ -84,6 +84,38 @@ async fn a_result_travels_with_its_completion_and_a_large_one_is_left_to_the_dat
     assert_eq!(got, None);
 }
 
+/// A new PostgreSQL database, migrated, and a connection to it.
+async fn migrated_postgres() -> (TestDb, DatabaseConnection) {
+    let test_db = TestDb::on("postgres").await;
+    let db = grove_common::db::connect_url(&test_db.url)
+        .await
+        .expect("db");
+    grove_migrations::run(&db).await.expect("migrations");
+    (test_db, db)
+}
+
+/// A new call completed with `body` (and the model's answer, if given): its id and what was stored.
+async fn completed(
+    db: &DatabaseConnection,
+    body: &Value,
+    answer: Option<calls::ModelCallRecord>,
+) -> (Uuid, result::Model) {
+    let id = grove_tests::db::insert_call(db, CallStatus::Pending).await;
+    let stored = ledger::complete(
+        db,
+        id,
+        calls::Finisher::Unleased,
+        body.clone(),
+        (11, 22),
+        1,
+        answer,
+    )
+    .await
+    .expect("complete")
+    .expect("stored");
+    (id, stored)
+}
+
 async fn column(db: &DatabaseConnection, table: &str, column: &str) -> (String, String) {
     let row = db
         .query_one_raw(Statement::from_string(
@@ -115,11 +147,7 @@ async fn lz4_available(db: &DatabaseConnection) -> bool {
 
 #[tokio::test]
 async fn on_postgresql_a_result_is_read_back_as_written() {
-    let test_db = TestDb::on("postgres").await;
-    let db = grove_common::db::connect_url(&test_db.url)
-        .await
-        .expect("db");
-    grove_migrations::run(&db).await.expect("migrations");
+    let (_test_db, db) = migrated_postgres().await;
     for (table, col) in [("results", "body"), ("model_calls", "outcome")] {
         let (ty, compression) = column(&db, table, col).await;
         assert_eq!(ty, "json", "{table}.{col} keeps the text as written");
@@ -128,20 +156,8 @@ async fn on_postgresql_a_result_is_read_back_as_written() {
         }
     }
 
-    let id = grove_tests::db::insert_call(&db, CallStatus::Pending).await;
     let body = json!({"zeta": 1, "alpha": {"y": [1, 2], "b": "ü\"x"}, "m": "y".repeat(5000)});
-    let stored = ledger::complete(
-        &db,
-        id,
-        calls::Finisher::Unleased,
-        body.clone(),
-        (11, 22),
-        1,
-        None,
-    )
-    .await
-    .expect("complete")
-    .expect("stored");
+    let (id, stored) = completed(&db, &body, None).await;
     let read = calls::load_result(&db, id)
         .await
         .expect("read")
@@ -191,35 +207,18 @@ async fn out_of_line(db: &DatabaseConnection, table: &str) -> i64 {
 
 #[tokio::test]
 async fn on_postgresql_a_result_and_its_model_answer_stay_in_their_rows() {
-    let test_db = TestDb::on("postgres").await;
-    let db = grove_common::db::connect_url(&test_db.url)
-        .await
-        .expect("db");
-    grove_migrations::run(&db).await.expect("migrations");
+    let (_test_db, db) = migrated_postgres().await;
 
     // A typical paid call's documents: 3-4 KB each, about 2.5 KB once compressed.
     let body = json!({"reply": prose(450), "caveats": ["one", "two"]});
-    let outcome = json!({"content": prose(420)});
-    let id = grove_tests::db::insert_call(&db, CallStatus::Pending).await;
     let answer = calls::ModelCallRecord {
         run: 1,
         seq: 1,
-        outcome: outcome.clone(),
+        outcome: json!({"content": prose(420)}),
         tokens: (11, 22),
         http_attempts: 1,
     };
-    let stored = ledger::complete(
-        &db,
-        id,
-        calls::Finisher::Unleased,
-        body.clone(),
-        (11, 22),
-        1,
-        Some(answer),
-    )
-    .await
-    .expect("complete")
-    .expect("stored");
+    let (_, stored) = completed(&db, &body, Some(answer)).await;
     assert_eq!(stored.body, body);
     for table in ["results", "model_calls"] {
         assert_eq!(
@@ -230,20 +229,8 @@ async fn on_postgresql_a_result_and_its_model_answer_stay_in_their_rows() {
     }
 
     // A document too large for a page still goes out of line, and reads back whole.
-    let id = grove_tests::db::insert_call(&db, CallStatus::Pending).await;
     let large = json!({"reply": prose(6000)});
-    ledger::complete(
-        &db,
-        id,
-        calls::Finisher::Unleased,
-        large.clone(),
-        (1, 1),
-        1,
-        None,
-    )
-    .await
-    .expect("complete")
-    .expect("stored");
+    let (id, _) = completed(&db, &large, None).await;
     assert!(
         out_of_line(&db, "results").await > 0,
         "the large one is out of line"
