@@ -11,9 +11,10 @@ use apalis::prelude::{MemoryStorage, Task, TaskBuilder, TaskId, TaskSink};
 use apalis_core::backend::memory::{MemorySink, MemoryStorageError};
 use apalis_redis::RedisStorage;
 use futures::{SinkExt, StreamExt, channel::mpsc::UnboundedSender, lock::Mutex};
-use redis::{AsyncCommands, aio::ConnectionManager};
+use redis::aio::ConnectionManager;
 use serde::{Serialize, de::DeserializeOwned};
 use std::{sync::Arc, time::Duration};
+use waking::Waking;
 
 #[derive(Debug, thiserror::Error)]
 pub enum QueueError {
@@ -29,9 +30,10 @@ pub enum QueueError {
 /// One job type's queue.
 pub enum Lane<T> {
     Redis {
+        /// Pushes a job to run later (no wake-up: the workers' poll finds it when it is due).
         storage: Box<RedisStorage<T>>,
-        conn: ConnectionManager,
-        wake: String,
+        /// Pushes a job to run now, with the workers' wake-up in the same round trip.
+        now: Box<RedisStorage<T, Waking>>,
     },
     /// Our own sender into the worker's channel. apalis-core 1.0's `MemorySink` is not safe to
     /// push through while its worker runs: the worker's readiness check takes the same lock, so
@@ -43,14 +45,9 @@ pub enum Lane<T> {
 impl<T> Clone for Lane<T> {
     fn clone(&self) -> Self {
         match self {
-            Lane::Redis {
-                storage,
-                conn,
-                wake,
-            } => Lane::Redis {
+            Lane::Redis { storage, now } => Lane::Redis {
                 storage: storage.clone(),
-                conn: conn.clone(),
-                wake: wake.clone(),
+                now: now.clone(),
             },
             Lane::Memory(tx) => Lane::Memory(tx.clone()),
         }
@@ -59,11 +56,11 @@ impl<T> Clone for Lane<T> {
 
 impl<T: Serialize + DeserializeOwned + Send + Sync + Unpin + 'static> Lane<T> {
     fn redis(conn: &ConnectionManager, queue: String) -> Self {
-        let storage = RedisStorage::new(conn.clone()).with_config(redis_config(&queue));
+        let config = redis_config(&queue);
+        let waking = Waking::new(conn.clone(), &jobs::wake_channel(&queue));
         Lane::Redis {
-            storage: Box::new(storage),
-            conn: conn.clone(),
-            wake: jobs::wake_channel(&queue),
+            storage: Box::new(RedisStorage::new(conn.clone()).with_config(config.clone())),
+            now: Box::new(RedisStorage::new(waking).with_config(config)),
         }
     }
 
@@ -82,23 +79,20 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + Unpin + 'static> Lane<T> {
     /// the handler, finding it not yet due, leaves it to the sweeper).
     async fn push(&self, job: T, delay: Option<Duration>) -> Result<(), QueueError> {
         match self {
-            Lane::Redis {
-                storage,
-                conn,
-                wake,
-            } => {
-                let mut builder = TaskBuilder::new(job);
-                if let Some(d) = delay {
-                    builder = builder.run_after(d);
-                }
-                (**storage)
-                    .clone()
-                    .push_task(builder.build())
-                    .await
-                    .map_err(|e| QueueError::Push(e.to_string()))?;
-                if delay.is_none() {
-                    let _: i64 = conn.clone().publish(wake, "1").await?;
-                }
+            Lane::Redis { storage, now } => {
+                let pushed = match delay {
+                    Some(d) => {
+                        let task = TaskBuilder::new(job).run_after(d).build();
+                        (**storage).clone().push_task(task).await
+                    }
+                    None => {
+                        (**now)
+                            .clone()
+                            .push_task(TaskBuilder::new(job).build())
+                            .await
+                    }
+                };
+                pushed.map_err(|e| QueueError::Push(e.to_string()))?;
             }
             Lane::Memory(tx) => {
                 // The id `MemorySink` would have given it; the worker's bookkeeping keys on it.
@@ -151,6 +145,10 @@ pub fn redis_config(queue: &str) -> apalis_redis::Config {
         // and one per heartbeat to renew it (issue 12).
         // Who runs a call is the database's lease (`calls.lease_owner`), which takeover reads.
         .lock_tasks(false)
+        // apalis's scripts publish every job's end (and, for a job pushed without a schedule,
+        // its arrival) on channels of their own, which nothing here hears: our workers wake on
+        // `jobs::wake_channel`. Off, a finished job costs Redis no publish.
+        .emit_events(false)
 }
 
 /// A Redis connection with a patient response timeout (the library's 500 ms default turns a
@@ -292,6 +290,7 @@ fn lane_config<T>(lane: &Lane<T>) -> Option<apalis_redis::Config> {
 
 mod load;
 mod stats;
+mod waking;
 pub use load::REPORT_EVERY as LOAD_REPORT_EVERY;
 pub use stats::QueueStats;
 
