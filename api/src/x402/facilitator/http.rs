@@ -129,6 +129,7 @@ impl HttpFacilitator {
             .transpose()?;
         Self::build(
             base_url,
+            settle_url(base_url)?,
             auth.map_or(Auth::None, Auth::Static),
             transport.into(),
         )
@@ -140,19 +141,16 @@ impl HttpFacilitator {
         signer: CdpSigner,
         transport: impl Into<FacilitatorTransport>,
     ) -> Result<Self, FacilitatorError> {
-        let settle_url = settle_url(base_url);
-        let uri = reqwest::Url::parse(&settle_url)
-            .ok()
-            .and_then(|url| crate::x402::cdp::request_uri("POST", &url))
-            .ok_or_else(|| {
-                FacilitatorError::Transport("X402_FACILITATOR_URL is not an http(s) URL".into())
-            })?;
+        let settle_url = settle_url(base_url)?;
+        let uri = crate::x402::cdp::request_uri("POST", &settle_url).ok_or_else(not_http)?;
         let signer = Box::new(signer);
-        Self::build(base_url, Auth::Cdp { signer, uri }, transport.into())
+        let auth = Auth::Cdp { signer, uri };
+        Self::build(base_url, settle_url, auth, transport.into())
     }
 
     fn build(
         base_url: &str,
+        settle_url: reqwest::Url,
         auth: Auth,
         transport: FacilitatorTransport,
     ) -> Result<Self, FacilitatorError> {
@@ -172,9 +170,6 @@ impl HttpFacilitator {
             .apply(builder)
             .build()
             .map_err(|e| FacilitatorError::Transport(e.without_url().to_string()))?;
-        let settle_url = reqwest::Url::parse(&settle_url(base_url)).map_err(|_| {
-            FacilitatorError::Transport("X402_FACILITATOR_URL is not an http(s) URL".into())
-        })?;
         Ok(Self {
             base_url: base_url.trim_end_matches('/').to_owned(),
             settle_url,
@@ -187,8 +182,14 @@ impl HttpFacilitator {
 /// Idle connections kept to the facilitator between bursts.
 const IDLE_CONNECTIONS: usize = 64;
 
-fn settle_url(base_url: &str) -> String {
-    format!("{}/settle", base_url.trim_end_matches('/'))
+/// `{base_url}/settle`, parsed once at start-up (not per settle).
+fn settle_url(base_url: &str) -> Result<reqwest::Url, FacilitatorError> {
+    reqwest::Url::parse(&format!("{}/settle", base_url.trim_end_matches('/')))
+        .map_err(|_| not_http())
+}
+
+fn not_http() -> FacilitatorError {
+    FacilitatorError::Transport("X402_FACILITATOR_URL is not an http(s) URL".into())
 }
 
 #[async_trait]
