@@ -40,7 +40,7 @@ pub async fn claim(claims: &Claims, scope: &str, nonce: &str) -> Answer {
         amount: "180000".into(),
         network: "eip155:8453".into(),
         x402_version: 2,
-        settle_request: serde_json::json!({"x402Version": 2, "nonce": nonce}),
+        settle_request: serde_json::json!({"x402Version": 2, "nonce": nonce}).to_string(),
         valid_before: 4_000_000_000,
     };
     let scope = Scope {

@@ -49,13 +49,16 @@ pub async fn purchase(
     };
     let terms = Terms {
         state,
-        pay_to: pay_to.to_checksum(None),
-        offer: product.offer(&state.schemas),
+        pay_to,
+        product,
     };
+    // Its price, path and requirements are read before the settlement; it is dropped before
+    // the wait (a refusal after it builds the offer again).
+    let offer = terms.offer();
     let expected = Expected {
         network: state.config.network,
         pay_to,
-        amount_atomic: terms.offer.price.atomic(),
+        amount_atomic: offer.price.atomic(),
     };
     let now_unix = state.clock.wall_unix();
     let verified = match presented {
@@ -97,7 +100,7 @@ pub async fn purchase(
     // is needed only for these two keys, not through the wait.
     let (scope, request_hash) = {
         let canonical = idempotency::canonical(product.scope_body());
-        let path = terms.offer.path.as_str();
+        let path = offer.path.as_str();
         let scope = idempotency::scope(
             product.keyless_window(),
             payment.payer,
@@ -112,7 +115,8 @@ pub async fn purchase(
     // 43 KiB a call in flight).
     Box::pin(payer_within_limit(state, &payment, &scope)).await?;
     let deadline = Instant::now() + state.config.call_deadline;
-    let requirements = terms.requirements(payment.version);
+    let requirements = terms.requirements(&offer, payment.version);
+    drop(offer);
     // Takes the payload out of `payment`: from here it travels in the request to settle only,
     // which is dropped once settled.
     let settle_request = SettleRequest::for_payment(&mut payment, requirements);
@@ -200,6 +204,8 @@ async fn reserve(
     settle_request: &SettleRequest,
 ) -> Result<Claim, ApiError> {
     let labels = product.labels();
+    // Written as text: serialised once here, not copied into a JSON tree first.
+    let settle_json = serde_json::to_string(settle_request).map_err(ApiError::internal)?;
     let mut tries = 1;
     loop {
         let call = NewCall {
@@ -216,7 +222,7 @@ async fn reserve(
             amount: payment.amount_atomic.to_string(),
             network: state.config.network.caip2().into(),
             x402_version: i32::from(payment.version),
-            settle_request: serde_json::to_value(settle_request).map_err(ApiError::internal)?,
+            settle_request: settle_json.clone(),
             valid_before: i64::try_from(payment.valid_before).unwrap_or(i64::MAX),
         };
         let (window_start, now) = (state.clock.now(), state.clock.wall());

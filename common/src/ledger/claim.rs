@@ -37,8 +37,10 @@ pub struct NewPayment {
     pub amount: String,
     pub network: String,
     pub x402_version: i32,
-    /// The exact `/settle` body, so reconciliation can re-post the identical payload.
-    pub settle_request: serde_json::Value,
+    /// The exact `/settle` body as JSON text, so reconciliation can re-post the identical
+    /// payload. Text, not a `serde_json::Value`: it is written as text either way, and a tree
+    /// of the payment's JSON was a deep copy per paid call for nothing.
+    pub settle_request: String,
     /// The authorization's `validBefore`, unix seconds.
     pub valid_before: i64,
 }
@@ -128,7 +130,7 @@ pub async fn claim(
             amount: pay.amount,
             network: pay.network,
             x402_version: pay.x402_version,
-            settle_request: pay.settle_request.to_string(),
+            settle_request: pay.settle_request,
             valid_before: pay.valid_before,
             now,
             kind: model.kind,
