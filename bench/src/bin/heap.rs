@@ -6,7 +6,7 @@
 //!
 //! ```sh
 //! cargo build --release -p grove-bench --features heap-profile --bin heap
-//! heaptrack -o /tmp/grove-heap target/release/heap 2000
+//! heaptrack -o /tmp/grove-heap target/release/heap 2000 [complete]
 //! heaptrack_print -f /tmp/grove-heap.zst --print-peaks -n 40
 //! ```
 //!
@@ -31,6 +31,9 @@ async fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(1000);
+    // `complete`: the model then answers every call at once, and the program ends when every
+    // caller has its answer, so the peak may be the burst of answers rather than the wait.
+    let complete = std::env::args().nth(2).as_deref() == Some("complete");
     let facilitator = FakeFacilitator::start().await;
     let llm = FakeLlm::start().await;
     let db = TestDb::on("sqlite").await;
@@ -68,17 +71,20 @@ async fn main() {
         .pool_max_idle_per_host(n)
         .build()
         .expect("client");
+    let mut calls = tokio::task::JoinSet::new();
     for (body, payment) in prepared {
         let client = client.clone();
         let url = format!("{base}{}", paid::PATH);
-        tokio::spawn(async move {
-            client
+        calls.spawn(async move {
+            let response = client
                 .post(url)
                 .header("content-type", "application/json")
                 .header("payment-signature", payment)
                 .body(body)
                 .send()
-                .await
+                .await?;
+            let status = response.status();
+            response.bytes().await.map(|_| status)
         });
     }
     while llm.received() < n {
@@ -87,8 +93,23 @@ async fn main() {
     // A settled moment with every call in flight, then the end: the heap's peak is here.
     tokio::time::sleep(Duration::from_millis(500)).await;
     println!(
-        "{n} calls waiting at the model after {:?}; exiting with them in flight",
+        "{n} calls waiting at the model after {:?}",
         started.elapsed()
     );
+    if complete {
+        llm.release();
+        let mut delivered = 0;
+        while let Some(call) = calls.join_next().await {
+            if matches!(call, Ok(Ok(status)) if status.is_success()) {
+                delivered += 1;
+            }
+        }
+        println!(
+            "the model answered: {delivered} of {n} calls delivered after {:?}",
+            started.elapsed()
+        );
+    } else {
+        println!("exiting with them in flight");
+    }
     std::process::exit(0);
 }

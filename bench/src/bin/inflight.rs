@@ -5,7 +5,9 @@
 //! - on the embedded default (`api` alone: SQLite, in-process worker) and on PostgreSQL + Redis
 //!   (`api` and one `worker`), it prints calls/s (ideal: `calls / model_s`), errors, p50/p99 of
 //!   the time beyond the model's, the peak RSS of Grove's processes, and KiB per call in flight
-//!   (peak RSS less the RSS before the first batch, over the calls), and the peak count of open
+//!   (peak RSS less the RSS before the first batch, over the calls), the same from the RSS just
+//!   before the model's first answer, every call waiting (a call's cost while it waits, without
+//!   the transient memory of admission and of the answers' burst), and the peak count of open
 //!   file descriptors of the api, the worker and this program (each may hold at most
 //!   `ulimit -Hn`). The batch runs twice: the first opens every connection (client to api, api
 //!   to model), the second finds them open. The processes call the model with `LLM_HTTP2` =
@@ -175,6 +177,10 @@ struct Batch {
     beyond_p50_ms: f64,
     beyond_p99_ms: f64,
     rss_peak_kib: u64,
+    /// The last RSS sampled while every call of the batch was at the model and none had its
+    /// answer (the moment before the answers): what the calls cost while they wait, once
+    /// admission's transient memory has gone back. 0 when no sample fell in that window.
+    rss_waiting_kib: u64,
     /// The calls that did not deliver, by what they got instead.
     failures: BTreeMap<String, usize>,
     /// The api's warnings and errors during the batch, by message and error.
@@ -187,6 +193,7 @@ struct Batch {
 async fn batch(
     grove: &Grove,
     http: &reqwest::Client,
+    llm: &FakeLlm,
     n: usize,
     from: usize,
     model: Duration,
@@ -194,6 +201,8 @@ async fn batch(
     let ch = paid::challenge(&grove.api.url).await;
     let prepared = paid::bodies_and_payments(&ch, from, n);
     let peak = Arc::new(AtomicU64::new(grove.rss_kib()));
+    let waiting = Arc::new(AtomicU64::new(0));
+    let (received_before, completed_before) = (llm.received(), llm.completed());
     let pids = grove.pids();
     let fd_peaks: Arc<[AtomicU64; 3]> = Arc::default();
     let processes = [
@@ -203,9 +212,17 @@ async fn batch(
     ];
     let sampler = {
         let (peak, fd_peaks) = (Arc::clone(&peak), Arc::clone(&fd_peaks));
+        let (waiting, llm) = (Arc::clone(&waiting), llm.clone());
         tokio::spawn(async move {
             loop {
-                peak.fetch_max(pids.iter().copied().map(rss_kib).sum(), Relaxed);
+                // Read before the RSS: a sample counts as waiting only if every call had
+                // reached the model before it was taken and none was answered after.
+                let all_asked = llm.received() >= received_before + n;
+                let rss = pids.iter().copied().map(rss_kib).sum();
+                if all_asked && llm.completed() == completed_before {
+                    waiting.store(rss, Relaxed);
+                }
+                peak.fetch_max(rss, Relaxed);
                 for (pid, fd_peak) in processes.iter().zip(fd_peaks.iter()) {
                     fd_peak.fetch_max(pid.map_or(0, fds), Relaxed);
                 }
@@ -277,6 +294,7 @@ async fn batch(
         beyond_p50_ms: at(0.5),
         beyond_p99_ms: at(0.99),
         rss_peak_kib: peak.load(Relaxed),
+        rss_waiting_kib: waiting.load(Relaxed),
         fds_peak: std::array::from_fn(|i| fd_peaks[i].load(Relaxed)),
         failures,
         api_warnings: warnings(&grove.api.log()[log_from..]),
@@ -403,7 +421,7 @@ async fn main() {
         calls as f64 / model_s as f64
     );
     println!(
-        "{:<28} {:>6} {:>6} {:>8} {:>13} {:>13} {:>13} {:>13} {:>24}",
+        "{:<28} {:>6} {:>6} {:>8} {:>13} {:>13} {:>13} {:>13} {:>16} {:>13} {:>24}",
         "run",
         "calls",
         "errors",
@@ -412,6 +430,8 @@ async fn main() {
         "p99 beyond ms",
         "peak RSS MiB",
         "KiB/in flight",
+        "waiting RSS MiB",
+        "KiB/waiting",
         "peak fds api/worker/bench"
     );
     let mut from = 0;
@@ -423,17 +443,17 @@ async fn main() {
         let grove = start(distributed, calls + 100, 60, &facilitator, &llm, &llm_http2).await;
         // A few calls first, so the baseline has its pools and caches.
         llm.script(std::iter::repeat_n(Reply::Valid, 20));
-        let warm = batch(&grove, &http, 20, from, Duration::ZERO).await;
+        let warm = batch(&grove, &http, &llm, 20, from, Duration::ZERO).await;
         from += 20;
         assert_eq!(warm.errors, 0, "warm-up calls failed");
         let baseline = grove.rss_kib();
         for round in ["first", "second"] {
             llm.script(std::iter::repeat_n(Reply::Slow(model), calls));
-            let b = batch(&grove, &http, calls, from, model).await;
+            let b = batch(&grove, &http, &llm, calls, from, model).await;
             from += calls;
             let [api_fds, worker_fds, bench_fds] = b.fds_peak;
             println!(
-                "{:<28} {:>6} {:>6} {:>8.0} {:>13.1} {:>13.1} {:>13.1} {:>13.1} {:>24}",
+                "{:<28} {:>6} {:>6} {:>8.0} {:>13.1} {:>13.1} {:>13.1} {:>13.1} {:>16.1} {:>13.1} {:>24}",
                 format!("{name}, {round} batch"),
                 b.calls,
                 b.errors,
@@ -442,6 +462,8 @@ async fn main() {
                 b.beyond_p99_ms,
                 b.rss_peak_kib as f64 / 1024.0,
                 b.rss_peak_kib.saturating_sub(baseline) as f64 / calls as f64,
+                b.rss_waiting_kib as f64 / 1024.0,
+                b.rss_waiting_kib.saturating_sub(baseline) as f64 / calls as f64,
                 format!("{api_fds}/{worker_fds}/{bench_fds}"),
             );
             for (why, n) in &b.failures {
@@ -463,7 +485,10 @@ async fn main() {
         );
     }
     println!(
-        "KiB/in flight: (peak RSS - RSS before the first batch) / calls, api and worker together.\n\
+        "KiB/in flight: (peak RSS - RSS before the first batch) / calls, api and worker together;\n\
+         the peak includes the transient memory of admission and of the answers' burst.\n\
+         KiB/waiting: the same from the last RSS sampled while every call was at the model and\n\
+         none answered, just before the answers (0 or less: no sample fell in that window).\n\
          peak fds: open file descriptors (/proc/<pid>/fd), each process limited to {} (`ulimit -Hn`).",
         hard_fd_limit()
     );
