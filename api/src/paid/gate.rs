@@ -96,10 +96,14 @@ pub async fn purchase(
             });
         }
     };
+    // The body as a JSON tree, parsed from the product's text for the two keys and the claim,
+    // which takes it: not held through the wait.
+    let body: serde_json::Value =
+        serde_json::from_str(product.stored_body().get()).map_err(ApiError::internal)?;
     // In a block: a local is held in this future until its scope ends, and the canonical body
     // is needed only for these two keys, not through the wait.
     let (scope, request_hash) = {
-        let canonical = idempotency::canonical(product.scope_body());
+        let canonical = idempotency::canonical(&body);
         let path = offer.path.as_str();
         let scope = idempotency::scope(
             product.keyless_window(),
@@ -127,6 +131,7 @@ pub async fn purchase(
         &scope,
         &request_hash,
         &settle_request,
+        body,
     ))
     .await?;
     let ended = match claim {
@@ -202,19 +207,28 @@ async fn reserve(
     scope: &Scope,
     request_hash: &str,
     settle_request: &SettleRequest,
+    body: serde_json::Value,
 ) -> Result<Claim, ApiError> {
     let labels = product.labels();
     // Written as text: serialised once here, not copied into a JSON tree first.
     let settle_json = serde_json::to_string(settle_request).map_err(ApiError::internal)?;
+    let mut body = Some(body);
     let mut tries = 1;
     loop {
+        let request = match body.take() {
+            Some(first) => first,
+            // Claiming again: the first try's tree went into its claim.
+            None => {
+                serde_json::from_str(product.stored_body().get()).map_err(ApiError::internal)?
+            }
+        };
         let call = NewCall {
             kind: product.kind(),
             agent: labels.agent,
             mode: labels.mode,
             payer: format!("{:#x}", payment.payer),
             request_hash: request_hash.to_owned(),
-            request: product.scope_body().clone(),
+            request,
             request_id: crate::request_id::current(),
         };
         let pay = NewPayment {

@@ -15,7 +15,7 @@ use grove_common::{
     schema::SchemaRegistry,
 };
 use sea_orm::DbErr;
-use serde_json::Value;
+use serde_json::value::RawValue;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -65,8 +65,11 @@ pub trait Product: Send + Sync {
     /// What the 402 offers: the resource, its price, its schemas and an example.
     fn offer<'s>(&self, schemas: &'s SchemaRegistry) -> Offer<'s>;
 
-    /// The validated body as JSON: what the call stores and idempotency fingerprints.
-    fn scope_body(&self) -> &Value;
+    /// The validated body as the call stores it, in compact JSON text: what the call stores and
+    /// idempotency fingerprints. Text, not a JSON tree: a paid call holds its product through
+    /// the wait on its work, and a `serde_json::Value` of a conversation is several times the
+    /// size of its text (issue 31). The gate parses it once, for the keys and the claim.
+    fn stored_body(&self) -> &RawValue;
 
     /// The last check before settlement, once the call is recorded and its payment reserved:
     /// `Some` refuses the sale and nothing is settled (the review request takes its phone's

@@ -19,7 +19,7 @@ use grove_common::{
     schema::SchemaRegistry,
 };
 use sea_orm::DbErr;
-use serde_json::{Value, json};
+use serde_json::{json, value::RawValue};
 use std::time::Duration;
 
 const KEYLESS_WINDOW: Duration = Duration::from_secs(10 * 60);
@@ -27,9 +27,10 @@ const KEYLESS_WINDOW: Duration = Duration::from_secs(10 * 60);
 pub struct CoachingCall {
     coach: &'static Coach,
     mode: &'static Mode,
-    /// The validated request as the call stores it. The gate needs only this JSON (to store and
-    /// fingerprint); the worker reads it back into `CoachingRequest` (`requests::from_stored`).
-    body: Value,
+    /// The validated request as the call stores it, in compact JSON text
+    /// (`Product::stored_body`). The gate needs only this JSON (to store and fingerprint); the
+    /// worker reads it back into `CoachingRequest` (`requests::from_stored`).
+    body: Box<RawValue>,
 }
 
 impl CoachingCall {
@@ -55,7 +56,7 @@ impl CoachingCall {
         Ok(Self {
             coach,
             mode,
-            body: serde_json::to_value(request)?,
+            body: serde_json::value::to_raw_value(request)?,
         })
     }
 
@@ -67,7 +68,7 @@ impl CoachingCall {
         Ok(Self {
             coach: catalog::coach(coach),
             mode: catalog::mode(mode),
-            body: call.request.clone(),
+            body: serde_json::value::to_raw_value(&call.request)?,
         })
     }
 }
@@ -121,7 +122,7 @@ impl Product for CoachingCall {
         }
     }
 
-    fn scope_body(&self) -> &Value {
+    fn stored_body(&self) -> &RawValue {
         &self.body
     }
 

@@ -24,19 +24,19 @@ use grove_common::{
     schema::SchemaRegistry,
 };
 use sea_orm::DbErr;
-use serde_json::{Value, json};
+use serde_json::{json, value::RawValue};
 use std::time::Duration;
 use uuid::Uuid;
 
 pub struct ReviewPurchase {
     body: ReviewRequestBody,
-    /// `body` as the call stores it.
-    json: Value,
+    /// `body` as the call stores it, as compact JSON text (`Product::stored_body`).
+    json: Box<RawValue>,
 }
 
 impl ReviewPurchase {
     pub fn new(body: ReviewRequestBody) -> Result<Self, serde_json::Error> {
-        let json = serde_json::to_value(&body)?;
+        let json = serde_json::value::to_raw_value(&body)?;
         Ok(Self { body, json })
     }
 
@@ -44,7 +44,7 @@ impl ReviewPurchase {
     pub fn stored(call: &call::Model) -> Result<Self, StoredCallError> {
         Ok(Self {
             body: requests::from_stored(&call.request)?,
-            json: call.request.clone(),
+            json: serde_json::value::to_raw_value(&call.request)?,
         })
     }
 }
@@ -81,7 +81,7 @@ impl Product for ReviewPurchase {
         }
     }
 
-    fn scope_body(&self) -> &Value {
+    fn stored_body(&self) -> &RawValue {
         &self.json
     }
 
