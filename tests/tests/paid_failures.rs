@@ -6,7 +6,7 @@ use grove_tests::{
     facilitator::SettleScript,
     llm::{FakeLlm, Reply, caller_body, model_answer},
     paid::{Options, spawn_paid},
-    x402::PayOptions,
+    x402::{PayOptions, decode_b64_json},
 };
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -21,6 +21,12 @@ async fn error_of(r: reqwest::Response) -> Value {
 async fn settlement_refusals_answer_402_with_the_reason_and_enqueue_nothing() {
     let rig = spawn_paid(Options::default()).await;
     let body = caller_body("diagnose_growth");
+    // The terms of the unpaid 402: a refusal after settlement must offer the same ones (they are
+    // built again for it, not kept through the call).
+    let offered = decode_b64_json(&rig.challenge(PATH, &body).await);
+    for terms in ["accepts", "resource"] {
+        assert!(!offered[terms].is_null(), "the first 402 offers {terms}");
+    }
     for (script, reason) in [
         (
             SettleScript::RefuseWith200("insufficient_funds"),
@@ -34,7 +40,18 @@ async fn settlement_refusals_answer_402_with_the_reason_and_enqueue_nothing() {
         rig.facilitator.script(script);
         let r = rig.pay_and_call(PATH, &body, None).await;
         assert_eq!(r.status(), 402);
-        assert!(r.headers().get("payment-required").is_some());
+        let again = decode_b64_json(
+            r.headers()["payment-required"]
+                .to_str()
+                .expect("an ascii payment-required header"),
+        );
+        for terms in ["accepts", "resource", "extensions"] {
+            assert_eq!(
+                again[terms], offered[terms],
+                "the 402 after a refused settlement offers other {terms} than the first"
+            );
+        }
+        assert_eq!(again["error"], reason);
         assert_eq!(error_of(r).await["error"], reason);
     }
     assert_eq!(rig.llm.received(), 0, "nothing was enqueued");
